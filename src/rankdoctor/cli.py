@@ -1,0 +1,208 @@
+"""Command line: ``rankdoctor diagnose|kb ...``. Heavy imports stay inside commands so
+``rankdoctor --version`` starts fast."""
+
+from __future__ import annotations
+
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from . import __version__
+
+app = typer.Typer(
+    name="rankdoctor",
+    help="Find the rank that started a distributed-training failure, and say why.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+kb_app = typer.Typer(help="Browse the failure encyclopedia.", no_args_is_help=True)
+app.add_typer(kb_app, name="kb")
+
+
+class Format(str, Enum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+def _fail(msg: str) -> None:
+    typer.echo(f"rankdoctor: error: {msg}", err=True)
+    raise typer.Exit(2)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"rankdoctor {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version and exit."),
+) -> None:
+    pass
+
+
+def _load_kb(entries: Optional[Path]):
+    from .kb.loader import KBError, load_kb
+
+    try:
+        return load_kb(entries)
+    except KBError as exc:
+        first = str(exc).splitlines()[0]
+        _fail(f"knowledge base is invalid: {first}")
+
+
+@app.command()
+def diagnose(
+    paths: list[str] = typer.Argument(..., help="Log files, directories, archives (.gz .zst .tar .zip), or - for stdin."),
+    fmt: Format = typer.Option(Format.text, "--format", "-f", help="Output format."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file instead of stdout."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the reasoning steps."),
+    entries: Optional[Path] = typer.Option(None, "--entries", help="Use another knowledge-base directory.", hidden=True),
+) -> None:
+    """Diagnose a failed or hung distributed run from its logs.
+
+    Exit status: 0 no failure found, 1 failure diagnosed, 3 failure evidence but
+    inconclusive, 2 usage or input error.
+    """
+    from .diagnose.engine import diagnose as run_diagnosis
+    from .ingest.sources import InputError, expand_inputs
+    from .scan import scan_sources
+
+    kb = _load_kb(entries)
+    try:
+        sources = expand_inputs(paths)
+        scan = scan_sources(kb, sources)
+    except InputError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        raise typer.Exit(130)
+    text_inputs = [i for i in scan.inputs if i.bytes and not any("not a text log" in w for w in i.warnings)]
+    if not text_inputs:
+        reasons = [w for i in scan.inputs for w in i.warnings]
+        if reasons:
+            _fail(reasons[0])
+        names = ", ".join(i.path for i in scan.inputs) or "input"
+        _fail(f"{names}: empty input, nothing to diagnose")
+    result = run_diagnosis(kb, scan)
+    if output and output.exists() and output.resolve() in {Path(p).resolve() for p in paths if p != "-"}:
+        _fail(f"{output}: refusing to overwrite an input file")
+    if fmt is Format.json:
+        from .report.jsonout import render_json
+
+        _emit(render_json(result) + "\n", output)
+    elif fmt is Format.markdown:
+        from .report.markdown import render_markdown
+
+        _emit(render_markdown(result), output)
+    else:
+        from rich.console import Console
+
+        if output:
+            with open(output, "w", encoding="utf-8") as fh:
+                from .report.text import render_text
+
+                render_text(result, Console(file=fh, width=120, color_system=None), verbose)
+        else:
+            from .report.text import render_text
+
+            render_text(result, Console(highlight=False, soft_wrap=False), verbose)
+    raise typer.Exit(result.exit_code)
+
+
+def _emit(text: str, output: Optional[Path]) -> None:
+    if output:
+        output.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+
+
+@kb_app.command("list")
+def kb_list(
+    klass: Optional[str] = typer.Option(None, "--class", help="Only entries of this class."),
+    tag: Optional[str] = typer.Option(None, "--tag", help="Only entries with this tag."),
+    system: Optional[str] = typer.Option(None, "--system", help="Only entries that affect this system."),
+    fmt: Format = typer.Option(Format.text, "--format", "-f"),
+) -> None:
+    """List the entries of the encyclopedia."""
+    kb = _load_kb(None)
+    rows = [
+        e
+        for e in kb
+        if (klass is None or e.class_ == klass) and (tag is None or tag in e.tags) and (system is None or system in e.systems)
+    ]
+    rows.sort(key=lambda e: (e.class_, e.id))
+    if fmt is Format.json:
+        import json
+
+        typer.echo(
+            json.dumps(
+                [{"id": e.id, "title": e.title, "class": e.class_, "severity": e.severity.value, "tags": e.tags} for e in rows],
+                indent=2,
+            )
+        )
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(show_header=True, header_style="bold")
+    t.add_column("id")
+    t.add_column("class")
+    t.add_column("severity")
+    t.add_column("title")
+    for e in rows:
+        t.add_row(e.id, e.class_, e.severity.value, e.title)
+    Console().print(t)
+    typer.echo(f"{len(rows)} entries")
+
+
+@kb_app.command("show")
+def kb_show(entry_id: str = typer.Argument(..., help="Entry id (see `rankdoctor kb list`).")) -> None:
+    """Print one entry in full."""
+    kb = _load_kb(None)
+    if entry_id not in kb:
+        import difflib
+
+        close = difflib.get_close_matches(entry_id, [e.id for e in kb], n=3)
+        _fail(f"no entry {entry_id!r}" + (f"; did you mean: {', '.join(close)}" if close else ""))
+    from .report.entry import render_entry
+
+    render_entry(kb, kb.get(entry_id))
+
+
+@kb_app.command("search")
+def kb_search(text: str = typer.Argument(..., help="Words, or a pasted log line.")) -> None:
+    """Find entries by words or by a pasted error line (entries whose signatures match come first)."""
+    kb = _load_kb(None)
+    from .kb.search import search
+
+    hits = search(kb, text)
+    if not hits:
+        typer.echo("no matching entries")
+        raise typer.Exit(1)
+    for score, e, why in hits[:15]:
+        typer.echo(f"{e.id:48s} {e.class_:24s} {why}")
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except SystemExit:
+        raise
+    except BaseException as exc:  # never a traceback for the user
+        if os.environ.get("RANKDOCTOR_DEBUG"):
+            raise
+        typer.echo(f"rankdoctor: error: {type(exc).__name__}: {exc}", err=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

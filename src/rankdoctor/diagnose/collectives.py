@@ -1,0 +1,148 @@
+"""Cross-rank reading of collective timeouts: who waited where, and who is missing.
+
+Every rank that reports a timeout says which collective (SeqNum, OpType, NumelIn) it was
+waiting on, and newer PyTorch adds how many collectives it had enqueued. Comparing those
+reports across ranks separates the three usual stories:
+
+- desync: the reports disagree (different op or size at one SeqNum, different SeqNum,
+  different last-enqueued counters) — the rank(s) in the minority took another path;
+- absent rank: every report agrees, and some rank of the job never reports — it is dead,
+  slow, or stuck elsewhere (the caller decides which, from that rank's own evidence);
+- nothing to tell apart: every rank of the job reports the same collective.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ..events import Event
+
+
+@dataclass
+class Report:
+    rank: int
+    seq: int | None
+    op: str | None
+    numel_in: int | None
+    last_enqueued: int | None
+    event: Event
+
+
+@dataclass
+class CollectiveFinding:
+    kind: str  # desync | absent | uniform
+    culprits: list[int] = field(default_factory=list)
+    reporting: list[int] = field(default_factory=list)
+    detail: str = ""
+    strength: float = 0.0  # how clear the disagreement is (0..1)
+    barrier_like: bool = False
+    reports: dict[int, Report] = field(default_factory=dict)
+
+
+def _minority(values: dict[int, object]) -> tuple[list[int], bool]:
+    """Ranks whose value differs from the clear majority; (ranks, clear?)."""
+    counts = Counter(values.values())
+    if len(counts) < 2:
+        return [], False
+    (top, n_top), (_second, n_second) = counts.most_common(2)
+    if n_top == n_second:
+        # two equal camps: nothing says which one is wrong
+        return [], False
+    return sorted(r for r, v in values.items() if v != top), True
+
+
+def collect_reports(events: list[Event]) -> dict[int, Report]:
+    """The first timeout report of each rank on the default process group."""
+    reports: dict[int, Report] = {}
+    for ev in sorted(events, key=lambda e: (e.ts or 0.0, e.source, e.line)):
+        if ev.role != "symptom" or ev.rank is None or "pg_rank" in ev.captures:
+            continue
+        seq = ev.cap_int("seq")
+        if seq is None and ev.cap_int("last_enqueued") is None:
+            continue
+        r = reports.get(ev.rank)
+        if r is None:
+            reports[ev.rank] = Report(ev.rank, seq, ev.captures.get("op"), ev.cap_int("numel_in"), ev.cap_int("last_enqueued"), ev)
+        else:
+            # merge the watchdog line with the PG-status line of the same rank
+            r.seq = r.seq if r.seq is not None else seq
+            r.op = r.op or ev.captures.get("op")
+            r.numel_in = r.numel_in if r.numel_in is not None else ev.cap_int("numel_in")
+            r.last_enqueued = r.last_enqueued if r.last_enqueued is not None else ev.cap_int("last_enqueued")
+    return reports
+
+
+def analyse(events: list[Event], expected_ranks: set[int] | None) -> CollectiveFinding | None:
+    reports = collect_reports(events)
+    if not reports:
+        return None
+    reporting = sorted(reports)
+    ops = {r: (rep.op, rep.numel_in) for r, rep in reports.items() if rep.op is not None}
+    seqs = {r: rep.seq for r, rep in reports.items() if rep.seq is not None}
+    enq = {r: rep.last_enqueued for r, rep in reports.items() if rep.last_enqueued is not None}
+    barrier_like = any(rep.op == "ALLREDUCE" and rep.numel_in == 1 for rep in reports.values())
+
+    # 1. different collectives at the same sequence number
+    if len(set(seqs.values())) == 1 and len({v for v in ops.values()}) > 1:
+        culprits, clear = _minority(ops)
+        detail = "; ".join(
+            f"rank {r}: {op}{'' if n is None else f' NumelIn={n}'}" for r, (op, n) in sorted(ops.items())
+        )
+        seq = next(iter(seqs.values()))
+        return CollectiveFinding(
+            "desync",
+            culprits,
+            reporting,
+            f"at SeqNum={seq} the ranks wait in different collectives ({detail})",
+            0.9 if clear else 0.75,
+            barrier_like,
+            reports,
+        )
+    # 2. different sequence numbers or enqueue counters
+    for name, values in (("SeqNum", seqs), ("last enqueued work", enq)):
+        if len(set(values.values())) > 1:
+            culprits, clear = _minority(values)
+            detail = ", ".join(f"rank {r}: {v}" for r, v in sorted(values.items()))
+            return CollectiveFinding(
+                "desync", culprits, reporting, f"ranks disagree on {name} ({detail})", 0.8 if clear else 0.6, barrier_like, reports
+            )
+    # 3. everyone agrees: is someone missing?
+    if expected_ranks:
+        absent = sorted(expected_ranks - set(reporting))
+        if absent:
+            first = reports[reporting[0]]
+            what = f"SeqNum={first.seq}" + (f" {first.op}" if first.op else "") + (
+                f" NumelIn={first.numel_in}" if first.numel_in is not None else ""
+            )
+            return CollectiveFinding(
+                "absent",
+                absent,
+                reporting,
+                f"ranks {_fmt(reporting)} all time out waiting at {what}; ranks {_fmt(absent)} never report it",
+                0.7,
+                barrier_like,
+                reports,
+            )
+    return CollectiveFinding("uniform", [], reporting, "every reporting rank waits at the same collective", 0.0, barrier_like, reports)
+
+
+def _fmt(ranks: list[int]) -> str:
+    return compress_ranks(ranks)
+
+
+def compress_ranks(ranks: list[int] | set[int]) -> str:
+    """[0,1,2,3,5] -> '0-3,5'."""
+    rs = sorted(set(ranks))
+    if not rs:
+        return "-"
+    parts = []
+    start = prev = rs[0]
+    for r in rs[1:]:
+        if r == prev + 1:
+            prev = r
+            continue
+        parts.append(f"{start}" if start == prev else f"{start}-{prev}")
+        start = prev = r
+    parts.append(f"{start}" if start == prev else f"{start}-{prev}")
+    return ",".join(parts)

@@ -1,0 +1,440 @@
+"""From events to a ranked diagnosis.
+
+The engine reasons across ranks in a few small steps, each over plain data:
+
+1. attribute: launcher records give their lines a rank; local ranks become global ranks
+   where the logs show the mapping;
+2. candidates from causes: a rank's own failure (exception, OOM, assert, signal);
+3. candidates from cross-rank findings: collective reports that disagree (desync), a rank
+   absent from the timeouts (dead or straggling), peers naming a dead rank;
+4. score, rank, and pick the initiating rank; everything else a rank printed about the
+   failure is collateral;
+5. say what is missing when the evidence is short.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from ..events import Event, ScanResult
+from ..kb.loader import KnowledgeBase
+from ..kb.model import Entry
+from .collectives import CollectiveFinding, analyse, compress_ranks
+from .launcher import LauncherSummary, attribute_events, read_launcher
+from .model import Diagnosis, Evidence, Finding, InputInfo
+
+DIAGNOSED_AT = 0.5  # confidence from which a finding is reported as diagnosed
+MAX_EVIDENCE = 12
+COLLATERAL_EXITS = {-15, -6}  # SIGTERM from the launcher, SIGABRT from the NCCL watchdog
+_MASK = re.compile(r"0x[0-9a-fA-F]+|\d+")
+_PREFIX_MASK = re.compile(r"^(?:\[[^\]]{0,80}\]:?\s*|\S+:\d+:\d+ \[\d+\] )+")
+
+
+@dataclass
+class Candidate:
+    entry: Entry
+    score: float
+    initiating: int | None
+    events: list[Event]
+    notes: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    kind: str = "cause"  # cause | desync | absent | dead-peer | context | symptom
+
+
+def _key(e: Event) -> tuple:
+    return (e.ts if e.ts is not None else math.inf, e.source, e.line)
+
+
+def fingerprint(text: str) -> str:
+    """Mask what varies between ranks (numbers, addresses, prefixes) so the same message
+    from many ranks groups into one (Drain-style)."""
+    return _MASK.sub("#", _PREFIX_MASK.sub("", text)).strip()
+
+
+# -- attribution ------------------------------------------------------------------------
+
+
+def _map_local_ranks(events: list[Event], summary: LauncherSummary, scan: ScanResult) -> None:
+    pairs: dict[tuple[str | None, int], int] = {}
+    for r in summary.records:
+        if r.rank is not None and r.local_rank is not None:
+            pairs[(r.host, r.local_rank)] = r.rank
+    for ev in events:
+        if ev.rank is not None and ev.local_rank is not None:
+            pairs.setdefault((ev.host, ev.local_rank), ev.rank)
+    by_local: dict[int, set[int]] = {}
+    for (_h, lr), rk in pairs.items():
+        by_local.setdefault(lr, set()).add(rk)
+    hosts = {h for (h, _), _ in pairs.items() if h} | {e.host for e in events if e.host and e.local_rank is not None}
+    single_node = len(hosts) <= 1 and all(rk == lr for (_h, lr), rk in pairs.items())
+
+    def to_global(host: str | None, lr: int) -> int | None:
+        if (host, lr) in pairs:
+            return pairs[(host, lr)]
+        ranks = by_local.get(lr, set())
+        if len(ranks) == 1 and single_node:
+            return next(iter(ranks))
+        if single_node:
+            return lr
+        return None
+
+    for ev in events:
+        if ev.rank is None and ev.local_rank is not None:
+            ev.rank = to_global(ev.host, ev.local_rank)
+        plr = ev.cap_int("peer_local_rank")
+        if plr is not None and "peer_rank" not in ev.captures:
+            g = to_global(ev.host, plr)
+            if g is not None:
+                ev.captures["peer_rank"] = str(g)
+    for r in summary.records:
+        if r.rank is None and r.local_rank is not None:
+            r.rank = to_global(r.host, r.local_rank)
+
+
+def _dedupe(events: list[Event]) -> list[Event]:
+    """One event per (line, entry, signature); keep the first."""
+    seen: set[tuple] = set()
+    out = []
+    for ev in events:
+        k = (ev.source, ev.line, ev.entry, ev.signature, ev.rank)
+        if k in seen:
+            continue
+        seen.add(k)
+        out.append(ev)
+    return out
+
+
+def _world(scan: ScanResult, events: list[Event], summary: LauncherSummary) -> tuple[set[int], int | None]:
+    seen = set(scan.ranks_seen)
+    seen |= {e.rank for e in events if e.rank is not None}
+    seen |= {r.rank for r in summary.records if r.rank is not None}
+    size = None
+    for f in scan.facts:
+        ws = f.captures.get("world_size")
+        if ws and ws.isdigit() and 0 < int(ws) <= 1_000_000:
+            size = max(size or 0, int(ws))
+    return seen, size
+
+
+# -- the engine -------------------------------------------------------------------------
+
+
+def diagnose(kb: KnowledgeBase, scan: ScanResult) -> Diagnosis:
+    events = _dedupe(scan.events)
+    summary = read_launcher(scan.facts)
+    attribute_events(events, summary)
+    _map_local_ranks(events, summary, scan)
+    seen, world_size = _world(scan, events, summary)
+    inputs = [InputInfo(i.path, i.bytes, i.lines) for i in scan.inputs]
+    warnings = [w for i in scan.inputs for w in i.warnings] + scan.warnings
+    ranks_count = world_size or (max(seen) + 1 if seen else 0)
+
+    alarming = [e for e in events if e.role in ("cause", "symptom")]
+    if not alarming:
+        return Diagnosis("no-failure-found", [], ranks_count, sorted(seen), inputs, warnings)
+
+    expected: set[int] | None = None
+    if world_size:
+        expected = set(range(world_size))
+    elif seen:
+        expected = set(range(max(seen) + 1))
+
+    coll = analyse(events, expected)
+    accused = _accused(events)
+    exits = summary.by_rank()
+    cands = _cause_candidates(kb, events, coll, accused, exits)
+    cands += _cross_rank_candidates(kb, events, coll, accused, cands, exits)
+    cands += _symptom_candidates(kb, events, cands, coll)
+
+    best: dict[str, Candidate] = {}
+    for c in cands:
+        if c.entry.id not in best or c.score > best[c.entry.id].score:
+            best[c.entry.id] = c
+    ranked = sorted(best.values(), key=lambda c: (-c.score, _key(c.events[0]) if c.events else (math.inf,)))
+    findings = [_finding(kb, c, events, coll, exits, seen) for c in ranked[:3]]
+    verdict = "diagnosed" if findings and findings[0].confidence >= DIAGNOSED_AT else "inconclusive"
+    return Diagnosis(verdict, findings, ranks_count, sorted(seen), inputs, warnings)
+
+
+def _accused(events: list[Event]) -> dict[int, list[Event]]:
+    out: dict[int, list[Event]] = {}
+    for ev in events:
+        pr = ev.cap_int("peer_rank")
+        if pr is not None and pr != ev.rank and ev.role == "symptom":
+            out.setdefault(pr, []).append(ev)
+    return out
+
+
+def _sig_weight(kb: KnowledgeBase, ev: Event) -> float:
+    try:
+        return kb.get(ev.entry).signature(ev.signature).weight
+    except KeyError:
+        return 1.0
+
+
+def _cause_candidates(kb, events, coll, accused, exits) -> list[Candidate]:
+    by_entry: dict[str, list[Event]] = {}
+    for ev in events:
+        if ev.role == "cause":
+            by_entry.setdefault(ev.entry, []).append(ev)
+    absent = set(coll.culprits) if coll and coll.kind == "absent" else set()
+    desync_culprits = set(coll.culprits) if coll and coll.kind == "desync" else set()
+    earliest_ts = min((e.ts for e in events if e.role == "cause" and e.ts is not None), default=None)
+    out = []
+    for entry_id, evs in by_entry.items():
+        entry = kb.get(entry_id)
+        evs.sort(key=_key)
+        weight = max(_sig_weight(kb, e) for e in evs)
+        score = 0.55 + 0.3 * weight
+        sigs = {e.signature for e in evs}
+        score += min(0.08, 0.04 * (len(sigs) - 1))
+        ctx = [e for e in events if e.entry == entry_id and e.role == "context"]
+        if ctx:
+            score += 0.05
+        notes: list[str] = []
+        ranks = sorted({e.rank for e in evs if e.rank is not None})
+        initiating: int | None = None
+        if entry.scope.value == "rank":
+            initiating = _pick_initiating(evs, ranks, accused, absent | desync_culprits, exits, notes)
+        corroborated = initiating is not None and (initiating in accused or initiating in absent)
+        if corroborated:
+            score += 0.05
+            notes.append(f"peers corroborate rank {initiating}: it is the rank they lost or waited for")
+        if earliest_ts is not None and evs[0].ts is not None and evs[0].ts <= earliest_ts:
+            score += 0.03
+        if initiating is not None and exits.get(initiating) and exits[initiating].exitcode in COLLATERAL_EXITS:
+            score -= 0.1  # the launcher shows this rank was taken down, not failing by itself
+        out.append(Candidate(entry, min(score, 0.97), initiating, evs + ctx, notes, kind="cause"))
+    return out
+
+
+def _pick_initiating(evs, ranks, accused, suspects, exits, notes) -> int | None:
+    if len(ranks) == 1:
+        return ranks[0]
+    if not ranks:
+        hinted = [r for r in accused] or sorted(suspects)
+        if len(hinted) == 1:
+            notes.append(f"the failing line carries no rank; peers point at rank {hinted[0]}")
+            return hinted[0]
+        return None
+    # several ranks show this failure: the first one in time, if times tell
+    firsts = {}
+    for e in evs:
+        if e.rank is not None and e.ts is not None and e.rank not in firsts:
+            firsts[e.rank] = e.ts
+    if len(firsts) >= 2:
+        order = sorted(firsts.items(), key=lambda kv: kv[1])
+        if order[0][1] < order[1][1]:
+            notes.append(f"rank {order[0][0]} shows it first ({len(ranks)} ranks show it)")
+            return order[0][0]
+    both = [r for r in ranks if r in accused or r in suspects]
+    if len(both) == 1:
+        return both[0]
+    return None
+
+
+def _explainers(kb: KnowledgeBase, finding: str) -> list[Entry]:
+    return [e for e in kb if finding in {x.value for x in e.explains}]
+
+
+def _best_explainer(kb, finding: str, events: list[Event], fallback: str) -> tuple[Entry, list[Event]]:
+    best: tuple[int, Entry, list[Event]] | None = None
+    for entry in _explainers(kb, finding):
+        evs = [e for e in events if e.entry == entry.id]
+        n = len({e.signature for e in evs})
+        if n and (best is None or n > best[0]):
+            best = (n, entry, evs)
+    if best:
+        return best[1], best[2]
+    return kb.get(fallback), []
+
+
+def _cross_rank_candidates(kb, events, coll: CollectiveFinding | None, accused, cause_cands, exits) -> list[Candidate]:
+    out: list[Candidate] = []
+    timeouts = [e for e in events if e.role == "symptom"]
+    cause_ranks = {c.initiating for c in cause_cands if c.initiating is not None}
+    if coll and coll.kind == "desync":
+        entry, ctx = _best_explainer(kb, "desync", events, "collective-sequence-mismatch")
+        culprit = coll.culprits[0] if len(coll.culprits) == 1 else None
+        score = 0.55 + 0.35 * coll.strength + (0.05 if ctx else 0.0)
+        notes = [coll.detail]
+        if culprit is not None:
+            notes.append(f"rank {culprit} is the odd one out")
+        evs = [coll.reports[r].event for r in sorted(coll.reports, key=lambda r: (r not in coll.culprits, r))]
+        out.append(Candidate(entry, min(score, 0.95), culprit, evs + ctx, notes, kind="desync"))
+    elif coll and coll.kind == "absent":
+        absent = coll.culprits
+        dead = [r for r in absent if r in cause_ranks or (exits.get(r) and exits[r].exitcode not in (None, 0, *COLLATERAL_EXITS))]
+        if not dead:
+            accused_absent = [r for r in absent if r in accused]
+            if accused_absent:
+                entry, ctx = _best_explainer(kb, "dead-peer", events, "nccl-peer-connection-closed")
+                r = accused_absent[0] if len(accused_absent) == 1 else None
+                evs = [e for r2 in accused_absent for e in accused[r2]]
+                out.append(Candidate(entry, 0.72, r, evs + [coll.reports[x].event for x in coll.reporting], [coll.detail], kind="dead-peer"))
+            else:
+                entry, ctx = _best_explainer(kb, "straggler", events, "rank-zero-straggler")
+                score = 0.55 + (0.2 if ctx else 0.0) + (0.05 if coll.barrier_like else 0.0)
+                r = absent[0] if len(absent) == 1 else None
+                notes = [coll.detail]
+                if r is not None:
+                    notes.append(f"rank {r} shows no failure of its own: it was busy or stuck, not dead")
+                if coll.barrier_like:
+                    notes.append("the collective is a one-element ALLREDUCE — the shape of a barrier")
+                evs = ctx + [coll.reports[x].event for x in coll.reporting]
+                out.append(Candidate(entry, min(score, 0.9), r, evs, notes, kind="absent"))
+    # peers naming a dead rank, without timeout reports that tell more
+    if accused and not any(c.kind == "dead-peer" for c in out):
+        named = sorted(accused)
+        if not (set(named) & cause_ranks):
+            entry, _ = _best_explainer(kb, "dead-peer", events, "nccl-peer-connection-closed")
+            r = named[0] if len(named) == 1 else None
+            evs = [e for n in named for e in accused[n]]
+            out.append(Candidate(entry, 0.62, r, evs, [f"peers report losing rank(s) {compress_ranks(named)}"], kind="dead-peer"))
+    # timeouts that the collective reports cannot explain, with context that can
+    if timeouts and not cause_cands and not out:
+        for finding in ("desync", "straggler"):
+            for entry in _explainers(kb, finding):
+                ctx = [e for e in events if e.entry == entry.id and e.role == "context"]
+                if not ctx:
+                    continue
+                n = len({e.signature for e in ctx})
+                ctx_ranks = {e.rank for e in ctx if e.rank is not None}
+                reporting = {e.rank for e in timeouts if e.rank is not None}
+                score = 0.42 + 0.06 * min(3, n)
+                r = None
+                if ctx_ranks and reporting and ctx_ranks < (reporting | ctx_ranks) and len(ctx_ranks) == 1 and ctx_ranks != reporting:
+                    r = next(iter(ctx_ranks))
+                    score += 0.1
+                note = f"{len(ctx)} context line(s) on rank(s) {compress_ranks(ctx_ranks) if ctx_ranks else '?'} point to {entry.title.lower()}"
+                out.append(Candidate(entry, min(score, 0.75), r, ctx + timeouts[:4], [note], kind="context"))
+    return out
+
+
+def _symptom_candidates(kb, events, cands, coll) -> list[Candidate]:
+    have = {c.entry.id for c in cands}
+    by_entry: dict[str, list[Event]] = {}
+    for ev in events:
+        if ev.role == "symptom" and ev.entry not in have:
+            by_entry.setdefault(ev.entry, []).append(ev)
+    out = []
+    for entry_id, evs in by_entry.items():
+        evs.sort(key=_key)
+        ranks = {e.rank for e in evs if e.rank is not None}
+        score = min(0.4, 0.3 + 0.02 * len(ranks))
+        notes = ["only collateral symptoms were found; the rank that caused them left no evidence here"]
+        if coll and coll.kind == "uniform":
+            notes.append(coll.detail)
+        out.append(Candidate(kb.get(entry_id), score, None, evs, notes, kind="symptom"))
+    return out
+
+
+# -- presenting a candidate -------------------------------------------------------------
+
+
+def _group(events: list[Event]) -> list[tuple[Event, int, list[int]]]:
+    groups: dict[tuple[str, str], list[Event]] = {}
+    order: list[tuple[str, str]] = []
+    for ev in events:
+        k = (ev.signature, fingerprint(ev.text))
+        if k not in groups:
+            groups[k] = []
+            order.append(k)
+        groups[k].append(ev)
+    out = []
+    for k in order:
+        evs = groups[k]
+        ranks = sorted({e.rank for e in evs[1:] if e.rank is not None and e.rank != evs[0].rank})
+        out.append((evs[0], len(evs) - 1, ranks))
+    return out
+
+
+def _evidence(c: Candidate, events: list[Event], initiating: int | None) -> list[Evidence]:
+    primary = list(c.events)
+    extra = [e for e in events if e.role == "symptom" and e not in primary]
+    extra.sort(key=_key)
+    ordered = primary + extra
+    # the initiating rank's own lines first, then by role, then time
+    role_rank = {"cause": 0, "context": 1, "symptom": 2}
+    ordered.sort(key=lambda e: (0 if (initiating is not None and e.rank == initiating) else 1, role_rank.get(e.role, 3), _key(e)))
+    out: list[Evidence] = []
+    for ev, n, ranks in _group(ordered)[:MAX_EVIDENCE]:
+        out.append(Evidence(ev.source, ev.line, ev.rank, ev.time, ev.text, f"{ev.entry}/{ev.signature}", ev.role, n, ranks))
+    return out
+
+
+def _step(s) -> str:
+    return f"{s.text} — `{s.command}`" if s.command else s.text
+
+
+def _finding(kb, c: Candidate, events: list[Event], coll, exits, seen: set[int]) -> Finding:
+    entry = c.entry
+    init = c.initiating
+    involved = {e.rank for e in events if e.rank is not None and e.role in ("symptom", "cause")}
+    involved |= {r for r, rec in exits.items() if rec.exitcode is not None}
+    cause_ranks = {e.rank for e in events if e.role == "cause" and e.rank is not None and e.entry == entry.id}
+    if coll:
+        involved |= set(coll.reporting)
+    if init is not None:
+        collateral = sorted(r for r in involved if r != init)
+    else:
+        collateral = sorted(r for r in involved if r not in cause_ranks)
+    evidence = _evidence(c, events, init)
+    host = next((e.host for e in c.events if e.rank == init and e.host), None) if init is not None else None
+
+    first = next((e for e in c.events if e.role == "cause"), c.events[0] if c.events else None)
+    where = f"rank {init}" + (f" on {host}" if host else "") if init is not None else None
+    parts = []
+    if c.kind == "cause" and first is not None:
+        msg = _PREFIX_MASK.sub("", first.text).strip()
+        if len(msg) > 240:
+            msg = msg[:240] + " …"
+        parts.append(f"{where or 'A rank'} failed first: “{msg}”.")
+    elif c.kind == "desync":
+        parts.append(f"The ranks are in different collectives: {c.notes[0]}." + (f" {where.capitalize()} is the odd one out." if where else ""))
+    elif c.kind == "absent":
+        parts.append(f"{c.notes[0].capitalize()}." + (f" {where.capitalize()} was busy elsewhere and never arrived." if where else ""))
+    elif c.kind == "dead-peer":
+        parts.append(f"Peers lost the connection to {where or 'a rank'}; its process exited." )
+    elif c.kind == "context":
+        parts.append(c.notes[0].capitalize() + ".")
+    else:
+        parts.append("Only collateral symptoms were found (timeouts, aborts); the originating rank's own error is not in these logs.")
+    if collateral and init is not None:
+        parts.append(f"Ranks {compress_ranks(collateral)} only show collateral damage.")
+    parts.append(" ".join(entry.summary.split()))
+    root_cause = " ".join(parts)
+
+    missing: list[str] = []
+    if c.score < DIAGNOSED_AT or c.kind in ("symptom", "context", "dead-peer"):
+        if entry.missing:
+            missing.append(f"{entry.missing.fact} Run: {entry.missing.command}")
+    if init is None and entry.scope.value == "rank" and c.kind in ("cause", "desync", "absent"):
+        missing.append(
+            "Which rank failed first: collect every rank's output with rank prefixes and timestamps. "
+            "Run: torchrun --log-dir logs --tee 3 ... (or srun -l), then rankdoctor diagnose logs/"
+        )
+    if coll and coll.kind == "absent" and c.kind in ("absent", "dead-peer"):
+        silent = [r for r in coll.culprits if not any(e.rank == r for e in events)]
+        if silent:
+            missing.append(
+                f"The output of rank(s) {compress_ranks(silent)}, which never reported: their last lines show whether they were busy, stuck or dead. "
+                f"Run: py-spy dump --pid <pid> on a live job, or collect logs/attempt_0/<local_rank>/stderr.log"
+            )
+    return Finding(
+        entry=entry.id,
+        klass=entry.class_,
+        title=entry.title,
+        confidence=round(c.score, 2),
+        initiating_rank=init,
+        collateral_ranks=collateral,
+        evidence=evidence,
+        root_cause=root_cause,
+        fix=[_step(s) for s in entry.fix],
+        verify=entry.verify,
+        missing=missing,
+        initiating_host=host,
+        notes=c.notes,
+    )

@@ -1,0 +1,144 @@
+"""Launcher summaries: torchrun's ChildFailedError block and the agent's exit lines.
+
+The block says which worker exited with which code. Its "Root Cause (first observed
+failure)" is only the first exit the agent saw — in a hang that is a waiting rank the
+watchdog took down — so it is read as one piece of evidence, never as the answer.
+"""
+
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass, field
+
+from ..events import Event, Fact
+
+_BLOCK_SPAN = 8  # lines from "[i]:" to "traceback :"
+
+
+@dataclass
+class ExitRecord:
+    source: str
+    line: int  # first line of the record
+    last_line: int
+    rank: int | None = None
+    local_rank: int | None = None
+    host: str | None = None
+    exitcode: int | None = None
+    pid: int | None = None
+    time: str | None = None
+    root_cause: bool = False  # listed under "Root Cause (first observed failure)"
+    message: str | None = None
+    block: bool = True  # a multi-line summary record (else one agent log line)
+
+    @property
+    def signal_name(self) -> str | None:
+        if self.exitcode is None or self.exitcode >= 0:
+            return None
+        try:
+            return signal.Signals(-self.exitcode).name
+        except ValueError:
+            return None
+
+
+@dataclass
+class LauncherSummary:
+    records: list[ExitRecord] = field(default_factory=list)
+    sigterm_pids: set[int] = field(default_factory=set)
+
+    def by_rank(self) -> dict[int, ExitRecord]:
+        out: dict[int, ExitRecord] = {}
+        for r in self.records:
+            if r.rank is not None and (r.rank not in out or r.root_cause):
+                out[r.rank] = r
+        return out
+
+    def root(self) -> ExitRecord | None:
+        for r in self.records:
+            if r.root_cause:
+                return r
+        return None
+
+
+def read_launcher(facts: list[Fact]) -> LauncherSummary:
+    summary = LauncherSummary()
+    by_source: dict[str, list[Fact]] = {}
+    for f in facts:
+        if f.fact.startswith("tr-"):
+            by_source.setdefault(f.source, []).append(f)
+    for source, items in by_source.items():
+        items.sort(key=lambda f: f.line)
+        section = None
+        current: ExitRecord | None = None
+        for f in items:
+            if f.fact == "tr-root-cause":
+                section = "root"
+                current = None
+            elif f.fact == "tr-failures":
+                section = "failures"
+                current = None
+            elif f.fact == "tr-index":
+                current = ExitRecord(source, f.line, f.line, root_cause=(section == "root"))
+                summary.records.append(current)
+            elif f.fact == "tr-agent-failed":
+                summary.records.append(
+                    ExitRecord(
+                        source,
+                        f.line,
+                        f.line,
+                        rank=None,
+                        local_rank=_i(f.captures.get("local_rank")),
+                        host=f.host,
+                        exitcode=_i(f.captures.get("exitcode")),
+                        pid=_i(f.captures.get("pid")),
+                        time=f.time,
+                        block=False,
+                    )
+                )
+            elif f.fact == "tr-sigterm-sent":
+                pid = _i(f.captures.get("pid"))
+                if pid is not None:
+                    summary.sigterm_pids.add(pid)
+            elif current is not None and f.line - current.line <= _BLOCK_SPAN:
+                current.last_line = f.line
+                if f.fact == "tr-rank":
+                    current.rank = _i(f.captures.get("rank"))
+                    current.local_rank = _i(f.captures.get("local_rank"))
+                elif f.fact == "tr-host":
+                    current.host = f.captures.get("host")
+                elif f.fact == "tr-exitcode":
+                    current.exitcode = _i(f.captures.get("exitcode"))
+                    current.pid = _i(f.captures.get("pid"))
+                elif f.fact == "tr-time":
+                    current.time = f.captures.get("value")
+                elif f.fact == "tr-traceback":
+                    current.message = f.captures.get("value")
+    return summary
+
+
+def attribute_events(events: list[Event], summary: LauncherSummary) -> None:
+    """Give events printed inside a launcher record the record's rank and host."""
+    spans: dict[str, list[ExitRecord]] = {}
+    for r in summary.records:
+        spans.setdefault(r.source, []).append(r)
+    if not spans:
+        return
+    for ev in events:
+        for r in spans.get(ev.source, ()):
+            end = max(r.last_line, r.line + _BLOCK_SPAN) if r.block else r.line
+            if r.line <= ev.line <= end and (
+                r.rank is not None or r.local_rank is not None
+            ):
+                if r.rank is not None:
+                    ev.rank = r.rank
+                if r.local_rank is not None:
+                    ev.local_rank = r.local_rank
+                ev.host = r.host or ev.host
+                ev.captures.setdefault("exitcode", str(r.exitcode) if r.exitcode is not None else "")
+                break
+
+
+def _i(v: str | None) -> int | None:
+    try:
+        return int(v) if v not in (None, "") else None
+    except ValueError:
+        return None

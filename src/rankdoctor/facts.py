@@ -1,0 +1,33 @@
+"""Structural patterns the engine reads besides the knowledge base.
+
+These are not failure modes (those live in ``entries/``): they are the shapes of launcher
+summaries and world-size hints that let the engine attribute lines and count ranks. They
+are scanned in the same pass as the signatures.
+"""
+
+from __future__ import annotations
+
+# fact id -> regex (unanchored; named groups are read on hit lines only)
+FACTS: dict[str, str] = {
+    # torchrun / torchelastic ChildFailedError summary (torch/distributed/elastic/multiprocessing/errors)
+    "tr-root-cause": r"Root Cause \(first observed failure\):",
+    "tr-failures": r"\bFailures:\s*$",
+    "tr-failed-binary": r"^\s*\S+ FAILED\s*$",
+    "tr-index": r"^\s*\[(?P<value>\d+)\]:\s*$",
+    "tr-time": r"^\s*time\s*: (?P<value>\d{4}-\d{2}-\d{2}_\d{2}:\d{2}:\d{2})",
+    "tr-host": r"^\s*host\s*: (?P<host>\S+)",
+    "tr-rank": r"^\s*rank\s*: (?P<rank>\d+) \(local_rank: (?P<local_rank>\d+)\)",
+    "tr-exitcode": r"^\s*exitcode\s*: (?P<exitcode>-?\d+) \(pid: (?P<pid>\d+)\)",
+    "tr-traceback": r"^\s*traceback\s*: (?P<value>.*)",
+    # torchelastic agent: "failed (exitcode: -7) local_rank: 0 (pid: 5275) of binary: /usr/bin/python"
+    "tr-agent-failed": r"failed \(exitcode: (?P<exitcode>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\) of binary",
+    # the launcher terminating the survivors: collateral, never a cause
+    "tr-sigterm-sent": r"Sending process (?P<pid>\d+) closing signal (?P<signal>SIG[A-Z]+)",
+    # world size hints
+    "world-size": r"\b(?:world_size|WORLD_SIZE|world size)\s*[=:]\s*(?P<world_size>\d+)",
+    "nccl-nranks": r"ncclCommInitRank(?:Config)? comm \S+ rank (?P<rank>\d+) nranks (?P<world_size>\d+)",
+    "nproc-per-node": r"nproc_per_node\s*[=:]\s*(?P<value>\d+)",
+}
+
+# The fact-pattern regexes are anchored per line (they run on the prefix-stripped
+# message), while the byte scanner needs an unanchored form.

@@ -1,0 +1,191 @@
+"""Who printed a line, and when: rank / local rank / host / time from line prefixes.
+
+Prefixes stack (``gpu-q-49: [default0]:[rank12]:[E817 17:40:34.227 ProcessGroupNCCL.cpp:1515] ...``)
+so they are peeled one at a time from the start of the line. Formats are the ones seen in
+real logs (../shared/LOGFORMATS.md): torchrun ``[rankN]:`` (global) and ``[defaultN]:``
+(local), ``srun -l`` ``N: ``, Open MPI ``[1,N]<stderr>:``, Lightning ``[rank: N]``,
+pdsh/DeepSpeed host prefixes, kubectl ``--prefix``, Ray actor prefixes, glog and ISO
+timestamps, NCCL's ``host:pid:tid [dev]``, dmesg.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+
+_MONTHS = {m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
+
+
+@dataclass
+class Attribution:
+    rank: int | None = None
+    local_rank: int | None = None
+    host: str | None = None
+    pid: int | None = None
+    device: int | None = None
+    time: str | None = None  # ISO 8601 when the format allows, else as printed
+    ts: float | None = None  # sortable seconds; comparable within one time domain
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def merged_over(self, base: "Attribution") -> "Attribution":
+        """This line's attribution, falling back to ``base`` (from the file name)."""
+        return Attribution(
+            rank=self.rank if self.rank is not None else base.rank,
+            local_rank=self.local_rank if self.local_rank is not None else base.local_rank,
+            host=self.host or base.host,
+            pid=self.pid if self.pid is not None else base.pid,
+            device=self.device if self.device is not None else base.device,
+            time=self.time or base.time,
+            ts=self.ts if self.ts is not None else base.ts,
+            extra={**base.extra, **self.extra},
+        )
+
+
+def _iso(y: int, mo: int, d: int, h: int, mi: int, s: int, frac: str = "") -> tuple[str, float]:
+    frac = (frac or "")[:6]
+    try:
+        dt = datetime(y, mo, d, h, mi, s, int(frac.ljust(6, "0")) if frac else 0)
+    except ValueError:
+        return f"{y:04d}-{mo:02d}-{d:02d}T{h:02d}:{mi:02d}:{s:02d}", 0.0
+    text = dt.isoformat(timespec="microseconds" if frac else "seconds")
+    return text, dt.timestamp() if y > 1970 else (dt - datetime(1970, 1, 1)).total_seconds()
+
+
+# Each prefix regex is applied at the current position (re.match with pos).
+_P_KUBECTL = re.compile(r"\[pod/(?P<host>[^/\]\s]+)/[^\]\s]*\] ")
+_P_ISO = re.compile(
+    r"\[?(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T _](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
+    r"(?:[.,](?P<f>\d+))?(?:Z|[+-]\d{2}:?\d{2})?\]?(?: - | \| |:? ?)"
+)
+_P_RANK = re.compile(r"\[rank(?P<rank>\d+)\]: ?")
+_P_DEFAULT = re.compile(r"\[(?:default|[A-Za-z_]+)(?P<local_rank>\d+)\]: ?")
+_P_MPI = re.compile(r"\[\d+,(?P<rank>\d+)\]<(?:stdout|stderr)>: ?")
+_P_LIGHTNING = re.compile(r"\[rank: (?P<rank>\d+)\] ?")
+_P_RAY = re.compile(
+    r"\((?P<actor>[A-Za-z_][\w.:-]*)(?: rank=(?P<rank>\d+))? pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:-]+))?\) "
+)
+_P_GLOG = re.compile(
+    r"\[?(?P<lvl>[IWEF])(?P<mo>\d{2})(?P<d>\d{2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:\.(?P<f>\d+))?"
+    r"(?: +(?P<tid>\d+))?(?: (?P<file>[\w./-]+:\d+))?\] ?"
+)
+_P_NCCL = re.compile(r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<device>\d+)\] ")
+_P_DMESG_T = re.compile(
+    r"\[(?:\w{3}) (?P<mon>\w{3}) +(?P<d>\d{1,2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2}) (?P<y>\d{4})\] "
+)
+_P_DMESG = re.compile(r"\[ *\+?(?P<up>\d+\.\d+)\] ")
+_P_SRUN = re.compile(r" {0,4}(?P<rank>\d{1,5}) ?: ")
+_P_PIPE = re.compile(r" *\| ")  # CI log viewers
+_P_SPACE = re.compile(r"[ \t]+")
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """Per-source prefix styles that cannot be told from one line alone."""
+
+    srun: bool = False
+    hosts: frozenset[str] = frozenset()
+    pipe: bool = False
+
+
+def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, int]:
+    """Return the attribution read from ``text``'s prefixes and where the message starts."""
+    a = Attribution()
+    pos = 0
+    n = len(text)
+    for _ in range(12):  # prefixes stack, but never deeper than this
+        if pos >= n:
+            break
+        m = _P_SPACE.match(text, pos)
+        if m and pos > 0:
+            pos = m.end()
+        if dialect.pipe and (m := _P_PIPE.match(text, pos)):
+            pos = m.end()
+            continue
+        if dialect.hosts:
+            colon = text.find(": ", pos, pos + 80)
+            if colon > 0 and text[pos:colon] in dialect.hosts:
+                a.host = text[pos:colon]
+                pos = colon + 2
+                continue
+        if dialect.srun and a.rank is None and (m := _P_SRUN.match(text, pos)):
+            a.rank = int(m["rank"])
+            pos = m.end()
+            continue
+        if (m := _P_RANK.match(text, pos)):
+            a.rank = int(m["rank"])
+        elif (m := _P_DEFAULT.match(text, pos)):
+            a.local_rank = int(m["local_rank"])
+        elif (m := _P_MPI.match(text, pos)):
+            a.rank = int(m["rank"])
+        elif (m := _P_LIGHTNING.match(text, pos)):
+            a.rank = int(m["rank"])
+        elif (m := _P_KUBECTL.match(text, pos)):
+            a.host = m["host"]
+        elif (m := _P_ISO.match(text, pos)):
+            a.time, a.ts = _iso(int(m["y"]), int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]), m["f"] or "")
+        elif (m := _P_GLOG.match(text, pos)) and (m["file"] or m["tid"] or text[pos] == "["):
+            # glog has no year: keep month-day, sortable within the run
+            iso, ts = _iso(1970, int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]), m["f"] or "")
+            a.time = "--" + iso[5:]
+            a.ts = ts
+            a.extra["level"] = m["lvl"]
+        elif (m := _P_NCCL.match(text, pos)):
+            a.host = a.host or m["host"]
+            a.pid = int(m["pid"])
+            a.device = int(m["device"])
+        elif (m := _P_RAY.match(text, pos)):
+            a.pid = int(m["pid"])
+            if m["rank"] is not None:
+                a.rank = int(m["rank"])
+            if m["ip"]:
+                a.host = a.host or m["ip"]
+            a.extra["actor"] = m["actor"]
+        elif (m := _P_DMESG_T.match(text, pos)):
+            mon = _MONTHS.get(m["mon"], 1)
+            a.time, a.ts = _iso(int(m["y"]), mon, int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]))
+        elif (m := _P_DMESG.match(text, pos)):
+            a.extra["uptime"] = m["up"]
+        else:
+            break
+        pos = m.end()
+    return a, pos
+
+
+_SNIFF_SRUN = re.compile(r" {0,4}\d{1,5} ?: ")
+_SNIFF_HOST = re.compile(r"([A-Za-z][\w.-]{1,62}): ")
+_NOT_HOSTS = re.compile(
+    r"(?i)^(?:.*(?:error|exception|warning|warn|info|debug|notice|critical|fatal|traceback)|"
+    r"note|hint|usage|step|epoch|loss|rank|time|host|exitcode|error_file|traceback|root cause)$"
+)
+
+
+def sniff_dialect(sample_lines: list[str]) -> Dialect:
+    """Decide from the first lines of a source whether it uses srun or host prefixes."""
+    lines = [ANSI_RE.sub("", ln) for ln in sample_lines if ln.strip()]
+    if not lines:
+        return Dialect()
+    srun = sum(1 for ln in lines if _SNIFF_SRUN.match(ln)) >= max(3, len(lines) // 2)
+    pipe = sum(1 for ln in lines if _P_PIPE.match(ln)) >= max(3, len(lines) * 3 // 4)
+    counts: dict[str, int] = {}
+    for ln in lines:
+        m = _SNIFF_HOST.match(ln)
+        if m and (any(c.isdigit() for c in m[1]) or "-" in m[1]) and not _NOT_HOSTS.match(m[1]):
+            counts[m[1]] = counts.get(m[1], 0) + 1
+    covered = sum(counts.values())
+    hosts: frozenset[str] = frozenset()
+    if counts and covered >= max(3, len(lines) // 2) and len(counts) <= max(1, covered // 3):
+        hosts = frozenset(counts)
+    return Dialect(srun=srun, hosts=hosts, pipe=pipe)
+
+
+def clean(text: str) -> str:
+    """Strip ANSI colour codes; of carriage-return-glued segments keep them all, joined by
+    a space, so a tqdm bar glued to an error line does not hide the error."""
+    if "\x1b" in text:
+        text = ANSI_RE.sub("", text)
+    if "\r" in text:
+        text = " ".join(seg for seg in text.split("\r") if seg.strip())
+    return text

@@ -1,0 +1,72 @@
+"""Run every entry's examples through the real scanner (semgrep-style rule tests).
+
+A ``match`` line must fire its entry; a ``no_match`` line must not; a line that fires a
+second entry fails unless the two are related. ``python -m rankdoctor.kb.check`` prints
+one line per problem and exits 1 when there is any.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+from .loader import KBError, KnowledgeBase, load_kb
+
+
+@dataclass(frozen=True)
+class ExampleProblem:
+    entry: str
+    kind: str  # missed | false-match | cross-fire
+    text: str
+    detail: str = ""
+
+    def __str__(self) -> str:
+        extra = f" ({self.detail})" if self.detail else ""
+        return f"{self.entry}: {self.kind}{extra}: {self.text[:160]}"
+
+
+def entries_firing(kb: KnowledgeBase, line: str, scanner=None) -> set[str]:
+    from ..scan import Scanner, scan_text
+
+    scanner = scanner or Scanner(kb)
+    res = scan_text(kb, line + "\n", scanner=scanner)
+    return {e.entry for e in res.events}
+
+
+def check_examples(kb: KnowledgeBase) -> list[ExampleProblem]:
+    from ..scan import Scanner
+
+    scanner = Scanner(kb)
+    problems: list[ExampleProblem] = []
+    for e in kb:
+        allowed = {e.id} | kb.related_to(e.id)
+        for ex in e.examples.match:
+            fired = entries_firing(kb, ex.text, scanner)
+            if e.id not in fired:
+                problems.append(ExampleProblem(e.id, "missed", ex.text))
+            extra = fired - allowed
+            if extra:
+                problems.append(ExampleProblem(e.id, "cross-fire", ex.text, "also fires " + ", ".join(sorted(extra))))
+        for ex in e.examples.no_match:
+            fired = entries_firing(kb, ex.text, scanner)
+            if e.id in fired:
+                problems.append(ExampleProblem(e.id, "false-match", ex.text))
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        kb = load_kb()
+    except KBError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    problems = check_examples(kb)
+    for p in problems:
+        print(p)
+    n_ex = sum(len(e.examples.match) + len(e.examples.no_match) for e in kb)
+    print(f"{len(kb)} entries, {n_ex} examples, {len(problems)} problems", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

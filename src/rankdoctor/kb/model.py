@@ -1,0 +1,201 @@
+"""The knowledge-base entry: one failure mode, as data.
+
+An entry is a YAML file under ``entries/<area>/<id>.yaml``. The model below is the
+schema; ``validate.py`` adds the checks that need the whole knowledge base (unique ids,
+related ids that exist, taxonomy classes).
+"""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+# Named capture groups the diagnosis engine understands. A signature may use any of
+# these; other names are kept as plain captures and shown in the evidence.
+KNOWN_CAPTURES = {
+    "rank",  # global rank the line is about (overrides the line's prefix)
+    "local_rank",
+    "pg_rank",  # rank inside a process group (not the global rank)
+    "peer_rank",  # a rank this line accuses (e.g. "Connection closed by localRank 2")
+    "peer_local_rank",
+    "host",
+    "pid",
+    "seq",  # collective sequence number
+    "op",  # collective type
+    "numel_in",
+    "numel_out",
+    "timeout_ms",
+    "elapsed_ms",
+    "last_enqueued",
+    "last_completed",
+    "exitcode",
+    "signal",
+    "world_size",
+    "device",
+    "value",  # a measured value (loss, memory...)
+}
+
+
+class Role(str, Enum):
+    """What a signature's line says about the failure.
+
+    cause: the line is the failure itself on the rank that printed it (an exception, an
+    OOM, an assert). symptom: the line is what a rank sees when something else failed (a
+    timeout, a connection reset, a SIGTERM from the launcher). context: the line does not
+    show a failure, but makes one explanation more likely (a recompile, a progress bar).
+    """
+
+    cause = "cause"
+    symptom = "symptom"
+    context = "context"
+
+
+class Severity(str, Enum):
+    critical = "critical"
+    high = "high"
+    medium = "medium"
+    low = "low"
+
+
+class Scope(str, Enum):
+    """Where a failure of this kind starts.
+
+    rank: on one rank (an OOM, a dead GPU): the rank that shows it is the initiating rank.
+    job: every rank runs the same code and fails the same way (a bad model definition, a
+    compile error): the rank that happened to print it is not "the" initiating rank.
+    """
+
+    rank = "rank"
+    job = "job"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Signature(_Strict):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    role: Role
+    regex: str
+    ignore_case: bool = False
+    weight: float = Field(default=1.0, gt=0.0, le=1.0, description="how strongly one hit supports the entry")
+    description: str = ""
+
+    @field_validator("regex")
+    @classmethod
+    def _compiles(cls, v: str) -> str:
+        try:
+            compiled = re.compile(v)
+        except re.error as exc:
+            raise ValueError(f"regex does not compile: {exc}") from exc
+        if v.startswith("^"):
+            raise ValueError(
+                "regex must not be anchored with '^': signatures match anywhere in a line, "
+                "because rank/host/time prefixes vary"
+            )
+        if compiled.search(""):
+            raise ValueError("regex matches the empty string")
+        return v
+
+
+class Step(_Strict):
+    """A checklist item: what to do, and optionally the command that does it."""
+
+    text: str = Field(min_length=1)
+    command: str | None = None
+
+
+class Reference(_Strict):
+    title: str = Field(min_length=1)
+    url: str = Field(pattern=r"^https?://[^\s/$.?#].[^\s]*$")
+
+
+class CodeExample(_Strict):
+    title: str = Field(min_length=1)
+    system: str = Field(min_length=1)
+    language: str = "python"
+    code: str = Field(min_length=1)
+
+
+class Example(_Strict):
+    text: str = Field(min_length=1)
+    source: str = Field(min_length=1, description="where the line comes from: corpus path or upstream URL")
+
+    @field_validator("text")
+    @classmethod
+    def _one_line(cls, v: str) -> str:
+        if "\n" in v.rstrip("\n"):
+            raise ValueError("an example is one log line")
+        return v.rstrip("\n")
+
+
+class Examples(_Strict):
+    match: list[Example] = Field(min_length=1)
+    no_match: list[Example] = Field(min_length=1)
+
+
+class MissingFact(_Strict):
+    """The one fact to collect next when only this entry's symptoms were seen."""
+
+    fact: str = Field(min_length=1)
+    command: str = Field(min_length=1)
+
+
+class Explains(str, Enum):
+    """Cross-rank findings (computed by the engine) that this entry can explain."""
+
+    desync = "desync"  # ranks stuck at different collectives
+    straggler = "straggler"  # every reporting rank waits at one collective; a rank is absent
+    dead_peer = "dead-peer"  # peers report a connection to a rank closed / reset
+
+
+class Entry(_Strict):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*[a-z0-9]$")
+    title: str = Field(min_length=3)
+    class_: str = Field(alias="class", min_length=1)
+    severity: Severity
+    status: Literal["stable", "experimental"] = "stable"
+    scope: Scope = Scope.rank
+    tags: list[str] = Field(default_factory=list)
+    systems: list[str] = Field(min_length=1)
+    summary: str = Field(min_length=10)
+    mechanism: str = Field(min_length=10)
+    misdiagnosis: str = Field(min_length=10)
+    observe: list[str] = Field(min_length=1)
+    signatures: list[Signature] = Field(min_length=1)
+    explains: list[Explains] = Field(default_factory=list)
+    confirm: list[Step] = Field(min_length=1)
+    fix: list[Step] = Field(min_length=1)
+    prevention: list[str] = Field(min_length=1)
+    verify: str = Field(min_length=1)
+    missing: MissingFact | None = None
+    related: list[str] = Field(default_factory=list)
+    references: list[Reference] = Field(min_length=1)
+    code: list[CodeExample] = Field(default_factory=list)
+    examples: Examples
+    todo: list[str] = Field(default_factory=list, description="known gaps, written down")
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @property
+    def klass(self) -> str:
+        return self.class_
+
+    @model_validator(mode="after")
+    def _signature_ids_unique(self) -> "Entry":
+        ids = [s.id for s in self.signatures]
+        dupes = {i for i in ids if ids.count(i) > 1}
+        if dupes:
+            raise ValueError(f"duplicate signature ids: {sorted(dupes)}")
+        if self.id in self.related:
+            raise ValueError("an entry cannot be related to itself")
+        return self
+
+    def signature(self, sig_id: str) -> Signature:
+        for s in self.signatures:
+            if s.id == sig_id:
+                return s
+        raise KeyError(sig_id)

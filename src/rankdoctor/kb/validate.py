@@ -1,0 +1,91 @@
+"""Checks that need more than one entry, or more than pydantic can say.
+
+Each validator is a small function that checks one thing and returns error strings that
+name the file they came from (pySigma habit). ``validate_kb`` runs them all.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from .model import KNOWN_CAPTURES
+from .taxonomy import CLASS_IDS
+
+if TYPE_CHECKING:
+    from .loader import KnowledgeBase
+
+Validator = Callable[["KnowledgeBase"], Iterator[str]]
+
+
+def _where(kb: "KnowledgeBase", entry_id: str) -> str:
+    return str(kb.paths.get(entry_id, entry_id))
+
+
+def class_is_in_taxonomy(kb: "KnowledgeBase") -> Iterator[str]:
+    for e in kb:
+        if e.class_ not in CLASS_IDS:
+            yield f"{_where(kb, e.id)}: class {e.class_!r} is not a TAXONOMY.md id"
+
+
+def related_ids_exist(kb: "KnowledgeBase") -> Iterator[str]:
+    for e in kb:
+        for r in e.related:
+            if r not in kb:
+                yield f"{_where(kb, e.id)}: related id {r!r} does not exist"
+
+
+def captures_are_known(kb: "KnowledgeBase") -> Iterator[str]:
+    for e in kb:
+        for s in e.signatures:
+            for name in re.compile(s.regex).groupindex:
+                if name not in KNOWN_CAPTURES:
+                    yield (
+                        f"{_where(kb, e.id)}: signature {s.id}: capture group {name!r} is not one of "
+                        f"{sorted(KNOWN_CAPTURES)}"
+                    )
+
+
+def signatures_compile_for_scanner(kb: "KnowledgeBase") -> Iterator[str]:
+    from ..scan import hs_compile_one
+
+    for e in kb:
+        for s in e.signatures:
+            err = hs_compile_one(s.regex, s.ignore_case)
+            if err:
+                yield f"{_where(kb, e.id)}: signature {s.id}: the scanner cannot compile it: {err}"
+
+
+def every_signature_has_an_example(kb: "KnowledgeBase") -> Iterator[str]:
+    for e in kb:
+        flags = {s.id: re.compile(s.regex, re.I if s.ignore_case else 0) for s in e.signatures}
+        for sig_id, rx in flags.items():
+            if not any(rx.search(x.text) for x in e.examples.match):
+                yield f"{_where(kb, e.id)}: signature {sig_id} has no `match` example that it matches"
+
+
+def entry_explains_or_causes(kb: "KnowledgeBase") -> Iterator[str]:
+    """An entry must be reachable: a cause signature, or a cross-rank finding it explains,
+    or at least a symptom (then it can only be reported as inconclusive)."""
+    for e in kb:
+        roles = {s.role.value for s in e.signatures}
+        if not e.explains and roles == {"context"}:
+            yield f"{_where(kb, e.id)}: only context signatures and no `explains`: it can never be reported"
+
+
+VALIDATORS: tuple[Validator, ...] = (
+    class_is_in_taxonomy,
+    related_ids_exist,
+    captures_are_known,
+    signatures_compile_for_scanner,
+    every_signature_has_an_example,
+    entry_explains_or_causes,
+)
+
+
+def validate_kb(kb: "KnowledgeBase") -> list[str]:
+    errors: list[str] = []
+    for v in VALIDATORS:
+        errors.extend(v(kb))
+    return errors

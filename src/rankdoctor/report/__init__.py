@@ -1,0 +1,1 @@
+"""Renderers of one Diagnosis model: text (Rich), JSON, Markdown."""

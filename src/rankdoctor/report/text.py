@@ -1,0 +1,79 @@
+"""The terminal report (Rich)."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from ..diagnose.collectives import compress_ranks
+from ..diagnose.model import Diagnosis
+
+_STYLE = {"diagnosed": "bold red", "inconclusive": "bold yellow", "no-failure-found": "bold green"}
+_ROLE = {"cause": "red", "symptom": "yellow", "context": "cyan"}
+
+
+def render_text(d: Diagnosis, console: Console, verbose: bool = False) -> None:
+    lines = sum(i.lines for i in d.inputs)
+    seen = compress_ranks(d.ranks_seen) if d.ranks_seen else "none"
+    console.print(
+        Text.assemble(
+            ("rankdoctor ", "bold"),
+            (d.verdict.upper(), _STYLE[d.verdict]),
+            f"  ·  {len(d.inputs)} input(s), {lines:,} lines  ·  ranks seen: {seen}",
+        )
+    )
+    for w in d.warnings:
+        console.print(Text("warning: " + w, style="yellow"))
+    if not d.diagnoses:
+        console.print("No failure signature fired. (Healthy noise — NCCL INFO, deprecation warnings — is ignored on purpose.)")
+        return
+    top = d.diagnoses[0]
+    head = Table.grid(padding=(0, 2))
+    head.add_column(style="bold")
+    head.add_column()
+    head.add_row("What", Text.assemble((top.title, "bold"), f"  [{top.klass}]"))
+    head.add_row("Entry", f"{top.entry}   (rankdoctor kb show {top.entry})")
+    head.add_row("Confidence", f"{top.confidence:.2f}")
+    where = "unknown" if top.initiating_rank is None else f"rank {top.initiating_rank}"
+    if top.initiating_host:
+        where += f" on {top.initiating_host}"
+    head.add_row("Where", Text(where, style="bold red" if top.initiating_rank is not None else ""))
+    head.add_row("Collateral", compress_ranks(top.collateral_ranks) if top.collateral_ranks else "-")
+    head.add_row("Why", escape(top.root_cause))
+    console.print(Panel(head, title="diagnosis", title_align="left", border_style=_STYLE[d.verdict].split()[-1]))
+
+    ev = Table(title="evidence", title_justify="left", show_lines=False, expand=True)
+    ev.add_column("where", overflow="fold", ratio=2)
+    ev.add_column("rank", justify="right")
+    ev.add_column("role")
+    ev.add_column("line", overflow="fold", ratio=6)
+    for e in top.evidence:
+        more = ""
+        if e.repeats:
+            more = f"\n(+{e.repeats} similar" + (f", ranks {compress_ranks(e.repeat_ranks)}" if e.repeat_ranks else "") + ")"
+        text = e.text if len(e.text) <= 400 else e.text[:400] + " …"
+        ev.add_row(
+            f"{e.source}:{e.line}" + (f"\n{e.time}" if e.time else ""),
+            "?" if e.rank is None else str(e.rank),
+            Text(e.role, style=_ROLE.get(e.role, "")),
+            Text(text + more),
+        )
+    console.print(ev)
+
+    todo = Table.grid(padding=(0, 1))
+    todo.add_column(style="bold")
+    todo.add_column()
+    for i, f in enumerate(top.fix, 1):
+        todo.add_row(f"fix {i}", escape(f))
+    todo.add_row("verify", escape(top.verify))
+    for m in top.missing:
+        todo.add_row(Text("missing", style="yellow"), escape(m))
+    console.print(Panel(todo, title="what to do", title_align="left"))
+    if verbose and top.notes:
+        console.print(Group(*[Text("· " + n, style="dim") for n in top.notes]))
+    if len(d.diagnoses) > 1:
+        alts = ", ".join(f"{a.title} [{a.klass}] {a.confidence:.2f}" for a in d.diagnoses[1:])
+        console.print(Text("other candidates: " + alts, style="dim"))
