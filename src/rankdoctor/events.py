@@ -66,6 +66,7 @@ class ScanResult:
     local_ranks_seen: set[int] = field(default_factory=set)
     hosts_seen: set[str] = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
+    tails: list[Fact] = field(default_factory=list)  # each source's last lines: last signs of life
 
     def extend(self, other: "ScanResult") -> None:
         self.events.extend(other.events)
@@ -75,3 +76,4 @@ class ScanResult:
         self.local_ranks_seen |= other.local_ranks_seen
         self.hosts_seen |= other.hosts_seen
         self.warnings.extend(other.warnings)
+        self.tails.extend(other.tails)

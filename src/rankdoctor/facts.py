@@ -23,6 +23,9 @@ FACTS: dict[str, str] = {
     "tr-agent-failed": r"failed \(exitcode: (?P<exitcode>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\) of binary",
     # the launcher terminating the survivors: collateral, never a cause
     "tr-sigterm-sent": r"Sending process (?P<pid>\d+) closing signal (?P<signal>SIG[A-Z]+)",
+    # the last line of a Python traceback: which exception ended a rank
+    "py-exception": r"^(?P<value>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit))(?::\s|\s*$)",
+    "py-traceback": r"^Traceback \(most recent call last\):",
     # world size hints
     "world-size": r"\b(?:world_size|WORLD_SIZE|world size)\s*[=:]\s*(?P<world_size>\d+)",
     "nccl-nranks": r"ncclCommInitRank(?:Config)? comm \S+ rank (?P<rank>\d+) nranks (?P<world_size>\d+)",

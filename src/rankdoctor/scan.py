@@ -25,7 +25,8 @@ _BACKREF = re.compile(r"\(\?P=\w+\)")
 MAX_TEXT = 2000  # characters of a hit line kept as evidence
 CONTEXT_LINES = 40  # lines before a cause line kept (tracebacks)
 CONTEXT_BYTES = 16 << 10
-_SAMPLE_LINES = 400  # lines per chunk sampled for rank prefixes
+_SAMPLE_LINES = 400
+TAIL_LINES = 200  # lines at the end of each source read for "last sign of life"  # lines per chunk sampled for rank prefixes
 _INTERLEAVED = re.compile(r"(?<=\S)(?=\[rank\d+\]:)")
 
 
@@ -140,7 +141,29 @@ class Scanner:
         except (OSError, EOFError, ValueError) as exc:  # truncated gzip/zstd, damaged archive
             stats.warnings.append(f"{source.name}: input ends early ({exc}); read what was intact")
         stats.lines = line_base + (0 if not tail or tail.endswith(b"\n") else 1)
+        if tail and dialect is not None:
+            self._note_tail(tail, stats.lines, source.name, base, dialect, result)
         return result
+
+    @staticmethod
+    def _note_tail(tail: bytes, total_lines: int, name: str, base: Attribution, dialect: Dialect, result: ScanResult) -> None:
+        """Keep the last timestamped line of each rank in this source: its last sign of life."""
+        lines = tail.decode("utf-8", "replace").split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        lines = lines[-TAIL_LINES:]
+        first_no = total_lines - len(lines) + 1
+        last: dict[tuple, Fact] = {}
+        for i, raw in enumerate(lines):
+            text = clean(raw)
+            a, _ = parse_prefix(text, dialect)
+            a = a.merged_over(base)
+            if a.ts is None or (a.rank is None and a.local_rank is None):
+                continue
+            last[(a.rank, a.local_rank, a.host)] = Fact(
+                "tail", name, first_no + i, text[:MAX_TEXT], a.rank, a.local_rank, a.host, a.time, a.ts, {}
+            )
+        result.tails.extend(last.values())
 
     def _scan_chunk(
         self,

@@ -59,7 +59,7 @@ def collect_reports(events: list[Event]) -> dict[int, Report]:
         if ev.role != "symptom" or ev.rank is None or "pg_rank" in ev.captures:
             continue
         seq = ev.cap_int("seq")
-        if seq is None and ev.cap_int("last_enqueued") is None:
+        if seq is None and ev.cap_int("last_enqueued") is None and ev.cap_int("timeout_ms") is None:
             continue
         r = reports.get(ev.rank)
         if r is None:

@@ -121,8 +121,19 @@ def _world(scan: ScanResult, events: list[Event], summary: LauncherSummary) -> t
 # -- the engine -------------------------------------------------------------------------
 
 
+def _fact_events(scan: ScanResult) -> list[Event]:
+    """Python exception lines and each rank's last line, as events the engine can attribute."""
+    out = []
+    for f in scan.facts:
+        if f.fact in ("py-exception", "py-traceback"):
+            out.append(Event("", f.fact.replace("py-", "python-"), "trace", f.source, f.line, f.text, f.rank, f.local_rank, f.host, None, None, f.time, f.ts, dict(f.captures)))
+    for f in scan.tails:
+        out.append(Event("", "last-line", "tail", f.source, f.line, f.text, f.rank, f.local_rank, f.host, None, None, f.time, f.ts, {}))
+    return out
+
+
 def diagnose(kb: KnowledgeBase, scan: ScanResult) -> Diagnosis:
-    events = _dedupe(scan.events)
+    events = _dedupe(scan.events) + _fact_events(scan)
     summary = read_launcher(scan.facts)
     attribute_events(events, summary)
     _map_local_ranks(events, summary, scan)
@@ -145,8 +156,9 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult) -> Diagnosis:
     accused = _accused(events)
     exits = summary.by_rank()
     cands = _cause_candidates(kb, events, coll, accused, exits)
-    cands += _cross_rank_candidates(kb, events, coll, accused, cands, exits)
+    cands += _cross_rank_candidates(kb, events, coll, accused, cands, exits, expected)
     cands += _symptom_candidates(kb, events, cands, coll)
+    cands = [_refine(kb, c, events) for c in cands]
 
     best: dict[str, Candidate] = {}
     for c in cands:
@@ -182,6 +194,13 @@ def _cause_candidates(kb, events, coll, accused, exits) -> list[Candidate]:
     absent = set(coll.culprits) if coll and coll.kind == "absent" else set()
     desync_culprits = set(coll.culprits) if coll and coll.kind == "desync" else set()
     earliest_ts = min((e.ts for e in events if e.role == "cause" and e.ts is not None), default=None)
+    symptom_ranks = {e.rank for e in events if e.role == "symptom" and e.rank is not None}
+    # ranks that print a traceback of their own but never report waiting for a peer
+    own_failures: dict[int, float | None] = {}
+    for e in events:
+        if e.role in ("trace", "cause") and e.rank is not None and e.rank not in symptom_ranks:
+            prev = own_failures.get(e.rank, math.inf)
+            own_failures[e.rank] = min(prev if prev is not None else math.inf, e.ts if e.ts is not None else math.inf)
     out = []
     for entry_id, evs in by_entry.items():
         entry = kb.get(entry_id)
@@ -197,7 +216,15 @@ def _cause_candidates(kb, events, coll, accused, exits) -> list[Candidate]:
         ranks = sorted({e.rank for e in evs if e.rank is not None})
         initiating: int | None = None
         if entry.scope.value == "rank":
-            initiating = _pick_initiating(evs, ranks, accused, absent | desync_culprits, exits, notes)
+            initiating = _pick_initiating(evs, ranks, accused, absent | desync_culprits, symptom_ranks, notes)
+            if initiating is not None and initiating not in accused and initiating not in absent:
+                first_ts = evs[0].ts if evs[0].ts is not None else math.inf
+                rivals = [r for r, t in own_failures.items() if r != initiating and not (first_ts < (t if t is not None else math.inf))]
+                if rivals:
+                    notes.append(
+                        f"rank(s) {compress_ranks(rivals)} also failed with their own traceback and the logs do not tell which came first"
+                    )
+                    initiating = None
         corroborated = initiating is not None and (initiating in accused or initiating in absent)
         if corroborated:
             score += 0.05
@@ -206,13 +233,22 @@ def _cause_candidates(kb, events, coll, accused, exits) -> list[Candidate]:
             score += 0.03
         if initiating is not None and exits.get(initiating) and exits[initiating].exitcode in COLLATERAL_EXITS:
             score -= 0.1  # the launcher shows this rank was taken down, not failing by itself
+        if weight < 0.8 and ranks and all(r in symptom_ranks for r in ranks):
+            # only an exit status, on ranks that themselves report a lost peer or a timeout:
+            # they died of the collective failure, not of their own
+            score -= 0.3
+            notes.append("the exit status belongs to ranks that themselves report timeouts or lost peers")
         out.append(Candidate(entry, min(score, 0.97), initiating, evs + ctx, notes, kind="cause"))
     return out
 
 
-def _pick_initiating(evs, ranks, accused, suspects, exits, notes) -> int | None:
+def _pick_initiating(evs, ranks, accused, suspects, symptom_ranks, notes) -> int | None:
     if len(ranks) == 1:
         return ranks[0]
+    own = [r for r in ranks if r not in symptom_ranks]
+    if ranks and len(own) == 1:
+        notes.append(f"of ranks {compress_ranks(ranks)}, only rank {own[0]} shows no sign of waiting for a peer")
+        return own[0]
     if not ranks:
         hinted = [r for r in accused] or sorted(suspects)
         if len(hinted) == 1:
@@ -251,10 +287,26 @@ def _best_explainer(kb, finding: str, events: list[Event], fallback: str) -> tup
     return kb.get(fallback), []
 
 
-def _cross_rank_candidates(kb, events, coll: CollectiveFinding | None, accused, cause_cands, exits) -> list[Candidate]:
+def _crashed_with_exception(kb, rank: int, events: list[Event], extra: list[Event], note: str) -> Candidate | None:
+    """A rank named by cross-rank evidence that printed a Python exception of its own."""
+    exc = [e for e in events if e.role == "trace" and e.rank == rank and e.signature == "python-exception"]
+    if not exc or "worker-python-exception" not in kb:
+        return None
+    return Candidate(
+        kb.get("worker-python-exception"),
+        0.78,
+        rank,
+        exc[-1:] + extra,
+        [note, f"rank {rank} ended with its own exception: {exc[-1].captures.get('value', '')}"],
+        kind="cause",
+    )
+
+
+def _cross_rank_candidates(kb, events, coll: CollectiveFinding | None, accused, cause_cands, exits, expected) -> list[Candidate]:
     out: list[Candidate] = []
     timeouts = [e for e in events if e.role == "symptom"]
     cause_ranks = {c.initiating for c in cause_cands if c.initiating is not None}
+    strong_causes = [c for c in cause_cands if c.score >= DIAGNOSED_AT]
     if coll and coll.kind == "desync":
         entry, ctx = _best_explainer(kb, "desync", events, "collective-sequence-mismatch")
         culprit = coll.culprits[0] if len(coll.culprits) == 1 else None
@@ -267,7 +319,10 @@ def _cross_rank_candidates(kb, events, coll: CollectiveFinding | None, accused, 
     elif coll and coll.kind == "absent":
         absent = coll.culprits
         dead = [r for r in absent if r in cause_ranks or (exits.get(r) and exits[r].exitcode not in (None, 0, *COLLATERAL_EXITS))]
-        if not dead:
+        crashed = [c for r in absent if r not in cause_ranks and (c := _crashed_with_exception(kb, r, events, [coll.reports[x].event for x in coll.reporting], coll.detail))]
+        if crashed and not strong_causes:
+            out.extend(crashed)
+        elif not dead:
             accused_absent = [r for r in absent if r in accused]
             if accused_absent:
                 entry, ctx = _best_explainer(kb, "dead-peer", events, "nccl-peer-connection-closed")
@@ -285,6 +340,30 @@ def _cross_rank_candidates(kb, events, coll: CollectiveFinding | None, accused, 
                     notes.append("the collective is a one-element ALLREDUCE — the shape of a barrier")
                 evs = ctx + [coll.reports[x].event for x in coll.reporting]
                 out.append(Candidate(entry, min(score, 0.9), r, evs, notes, kind="absent"))
+    # peers that lost a connection, and one rank that did not: that rank is the lost peer
+    lost = [e for e in events if e.role == "symptom" and e.entry in {x.id for x in _explainers(kb, "dead-peer")}]
+    if lost and expected and not out and not strong_causes:
+        reporters = {e.rank for e in lost if e.rank is not None}
+        silent = sorted(expected - reporters - {e.rank for e in timeouts if e.rank is not None})
+        with_exc = [r for r in silent if any(e.role == "trace" and e.rank == r and e.signature == "python-exception" for e in events)]
+        if reporters and (len(with_exc) == 1 or len(silent) == 1):
+            r = with_exc[0] if len(with_exc) == 1 else silent[0]
+            note = (
+                f"ranks {compress_ranks(reporters)} lost their connection to a peer; of the ranks that did not, "
+                f"rank {r} is the one with an error of its own" if len(silent) > 1 else
+                f"ranks {compress_ranks(reporters)} lost their connection to a peer; rank {r} is the only one that did not"
+            )
+            cand = _crashed_with_exception(kb, r, events, lost[:6], note)
+            if cand is None:
+                entry, _ = _best_explainer(kb, "dead-peer", events, "gloo-peer-connection-lost")
+                cand = Candidate(entry, 0.66, r, lost[:6], [note], kind="dead-peer")
+            out.append(cand)
+        elif reporters and silent:
+            entry, _ = _best_explainer(kb, "dead-peer", events, "gloo-peer-connection-lost")
+            note = f"ranks {compress_ranks(reporters)} lost their connection to a peer; ranks {compress_ranks(silent)} printed nothing about it — one of them died first"
+            out.append(Candidate(entry, 0.45, None, lost[:6], [note], [
+                f"Which of ranks {compress_ranks(silent)} died first and how: the launcher's console output (exit codes, signals) or `dmesg -T` on their hosts. "
+                "Run: torchrun --tee 3 ... 2>&1 | tee console.log"], kind="dead-peer"))
     # peers naming a dead rank, without timeout reports that tell more
     if accused and not any(c.kind == "dead-peer" for c in out):
         named = sorted(accused)
@@ -293,6 +372,18 @@ def _cross_rank_candidates(kb, events, coll: CollectiveFinding | None, accused, 
             r = named[0] if len(named) == 1 else None
             evs = [e for n in named for e in accused[n]]
             out.append(Candidate(entry, 0.62, r, evs, [f"peers report losing rank(s) {compress_ranks(named)}"], kind="dead-peer"))
+    # a hang with no report telling who is missing: the rank whose last sign of life is
+    # well after everyone else's was still busy while the others waited
+    if timeouts and not [c for c in cause_cands if c.score >= DIAGNOSED_AT] and not out and (coll is None or coll.kind == "uniform"):
+        act = _last_activity([e for e in events if e.role in ("tail", "trace", "context", "symptom") and "death signal" not in e.text])
+        if len(act) >= 2 and act[0][0] - act[1][0] >= 2.0:
+            ts, r, ev = act[0]
+            entry, ctx = _best_explainer(kb, "straggler", events, "rank-zero-straggler")
+            note = (
+                f"rank {r} was still active {act[0][0] - act[1][0]:.0f} s after the last sign of life of every other rank"
+            )
+            evs = [ev] + ctx + timeouts[:4]
+            out.append(Candidate(entry, 0.62, r, evs, [note], kind="activity"))
     # timeouts that the collective reports cannot explain, with context that can
     if timeouts and not cause_cands and not out:
         for finding in ("desync", "straggler"):
@@ -311,6 +402,38 @@ def _cross_rank_candidates(kb, events, coll: CollectiveFinding | None, accused, 
                 note = f"{len(ctx)} context line(s) on rank(s) {compress_ranks(ctx_ranks) if ctx_ranks else '?'} point to {entry.title.lower()}"
                 out.append(Candidate(entry, min(score, 0.75), r, ctx + timeouts[:4], [note], kind="context"))
     return out
+
+
+def _refine(kb: KnowledgeBase, c: Candidate, events: list[Event]) -> Candidate:
+    """Swap a generic explanation for a more specific one the context supports: a desync
+    with torch.compile graph breaks around it is the compile desync, not just "a desync"."""
+    findings = [x.value for x in c.entry.explains]
+    if not findings:
+        return c
+    own = len({e.signature for e in events if e.entry == c.entry.id and e.role == "context"})
+    best: tuple[int, Entry] | None = None
+    for other in _explainers(kb, findings[0]):
+        if other.id == c.entry.id or other.class_ != c.entry.class_ and c.kind == "cause":
+            continue
+        n = len({e.signature for e in events if e.entry == other.id and e.role == "context"})
+        if n > own and (best is None or n > best[0]):
+            best = (n, other)
+    if best is None:
+        return c
+    ctx = [e for e in events if e.entry == best[1].id and e.role == "context"]
+    note = f"context lines of {best[1].id} make it the more specific explanation"
+    return Candidate(best[1], min(c.score + 0.03, 0.97), c.initiating, c.events + ctx, c.notes + [note], c.missing, c.kind)
+
+
+def _last_activity(events: list[Event]) -> list[tuple[float, int, Event]]:
+    """Each rank's last timestamped line, latest first."""
+    last: dict[int, Event] = {}
+    for e in events:
+        if e.rank is None or e.ts is None:
+            continue
+        if e.rank not in last or e.ts > last[e.rank].ts:  # type: ignore[operator]
+            last[e.rank] = e
+    return sorted(((e.ts, r, e) for r, e in last.items()), key=lambda x: -x[0])  # type: ignore[arg-type,return-value]
 
 
 def _symptom_candidates(kb, events, cands, coll) -> list[Candidate]:
@@ -353,16 +476,25 @@ def _group(events: list[Event]) -> list[tuple[Event, int, list[int]]]:
 
 def _evidence(c: Candidate, events: list[Event], initiating: int | None) -> list[Evidence]:
     primary = list(c.events)
+    if initiating is not None and c.kind == "cause":
+        # the failing rank's own Python exception, even when no entry names it
+        primary = [e for e in events if e.role == "trace" and e.rank == initiating][-2:] + primary
     extra = [e for e in events if e.role == "symptom" and e not in primary]
     extra.sort(key=_key)
     ordered = primary + extra
     # the initiating rank's own lines first, then by role, then time
-    role_rank = {"cause": 0, "context": 1, "symptom": 2}
+    role_rank = {"trace": 0, "cause": 0, "context": 1, "tail": 1, "symptom": 2}
     ordered.sort(key=lambda e: (0 if (initiating is not None and e.rank == initiating) else 1, role_rank.get(e.role, 3), _key(e)))
     out: list[Evidence] = []
     for ev, n, ranks in _group(ordered)[:MAX_EVIDENCE]:
-        out.append(Evidence(ev.source, ev.line, ev.rank, ev.time, ev.text, f"{ev.entry}/{ev.signature}", ev.role, n, ranks))
+        role = {"trace": "cause", "tail": "context"}.get(ev.role, ev.role)
+        sig = f"{ev.entry}/{ev.signature}" if ev.entry else ev.signature
+        out.append(Evidence(ev.source, ev.line, ev.rank, ev.time, ev.text, sig, role, n, ranks))
     return out
+
+
+def _weak(kb: KnowledgeBase, ev: Event) -> bool:
+    return bool(ev.entry) and _sig_weight(kb, ev) < 0.8
 
 
 def _step(s) -> str:
@@ -385,6 +517,10 @@ def _finding(kb, c: Candidate, events: list[Event], coll, exits, seen: set[int])
     host = next((e.host for e in c.events if e.rank == init and e.host), None) if init is not None else None
 
     first = next((e for e in c.events if e.role == "cause"), c.events[0] if c.events else None)
+    if c.kind == "cause" and init is not None and first is not None and _weak(kb, first):
+        exc = [e for e in events if e.role == "trace" and e.rank == init]
+        if exc:
+            first = exc[-1]
     where = f"rank {init}" + (f" on {host}" if host else "") if init is not None else None
     parts = []
     if c.kind == "cause" and first is not None:
@@ -397,7 +533,9 @@ def _finding(kb, c: Candidate, events: list[Event], coll, exits, seen: set[int])
     elif c.kind == "absent":
         parts.append(f"{c.notes[0].capitalize()}." + (f" {where.capitalize()} was busy elsewhere and never arrived." if where else ""))
     elif c.kind == "dead-peer":
-        parts.append(f"Peers lost the connection to {where or 'a rank'}; its process exited." )
+        parts.append(f"Peers lost the connection to {where or 'a rank'}; its process exited without an error of its own in these logs.")
+    elif c.kind == "activity":
+        parts.append(c.notes[0].capitalize() + "; the others were waiting for it.")
     elif c.kind == "context":
         parts.append(c.notes[0].capitalize() + ".")
     else:
@@ -407,11 +545,11 @@ def _finding(kb, c: Candidate, events: list[Event], coll, exits, seen: set[int])
     parts.append(" ".join(entry.summary.split()))
     root_cause = " ".join(parts)
 
-    missing: list[str] = []
+    missing: list[str] = list(c.missing)
     if c.score < DIAGNOSED_AT or c.kind in ("symptom", "context", "dead-peer"):
         if entry.missing:
             missing.append(f"{entry.missing.fact} Run: {entry.missing.command}")
-    if init is None and entry.scope.value == "rank" and c.kind in ("cause", "desync", "absent"):
+    if init is None and entry.scope.value == "rank" and c.kind in ("cause", "desync", "absent", "activity"):
         missing.append(
             "Which rank failed first: collect every rank's output with rank prefixes and timestamps. "
             "Run: torchrun --log-dir logs --tee 3 ... (or srun -l), then rankdoctor diagnose logs/"

@@ -11,6 +11,7 @@ from .prefix import Attribution
 _TORCHRUN = re.compile(r"attempt_(?P<attempt>\d+)/(?P<local_rank>\d+)/(?:stdout|stderr|error)\.(?:log|json)$")
 _RANK = re.compile(r"(?:^|[^a-z])(?:global_?)?rank[_-]?(?P<rank>\d+)(?:[^\d]|$)", re.I)
 _LOCAL = re.compile(r"(?:^|[^a-z])local_?rank[_-]?(?P<local_rank>\d+)(?:[^\d]|$)", re.I)
+_RANK_DIR = re.compile(r"^(?:global_?)?rank[_-]?(?P<rank>\d+)$", re.I)  # a whole folder name
 _NODE = re.compile(r"(?:^|[^a-z])node[_-]?(?P<node>\d+)(?:[^\d]|$)", re.I)
 
 
@@ -28,7 +29,7 @@ def attribution_from_name(path: str) -> Attribution:
     elif (m := _RANK.search(name)):
         a.rank = int(m["rank"])
     for part in p.parts[:-1][-2:]:
-        if a.rank is None and (m := _RANK.search(part)) and not _LOCAL.search(part):
+        if a.rank is None and a.local_rank is None and (m := _RANK_DIR.match(part)):
             a.rank = int(m["rank"])
         if (m := _NODE.search(part)) or (m := _NODE.search(name)):
             a.extra["node"] = m["node"]

@@ -68,7 +68,7 @@ _P_RAY = re.compile(
     r"\((?P<actor>[A-Za-z_][\w.:-]*)(?: rank=(?P<rank>\d+))? pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:-]+))?\) "
 )
 _P_GLOG = re.compile(
-    r"\[?(?P<lvl>[IWEF])(?P<mo>\d{2})(?P<d>\d{2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:\.(?P<f>\d+))?"
+    r"\[?(?P<lvl>[IWEFVD])(?P<mo>\d{1,2}?)(?P<d>\d{2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:\.(?P<f>\d+))?"
     r"(?: +(?P<tid>\d+))?(?: (?P<file>[\w./-]+:\d+))?\] ?"
 )
 _P_NCCL = re.compile(r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<device>\d+)\] ")

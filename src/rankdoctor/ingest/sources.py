@@ -229,8 +229,25 @@ def _stdin_source(stream: BinaryIO) -> Source:
 def iter_chunks(f: BinaryIO, chunk_size: int = CHUNK) -> Iterator[bytes]:
     """Newline-aligned chunks. A line longer than MAX_LINE is cut so memory stays bounded."""
     rest = b""
+    # read1 returns what one underlying read gives, so a truncated compressed stream
+    # still hands over everything before the damage
+    read = getattr(f, "read1", None) or f.read
+    pending: list[bytes] = []
+    size = 0
     while True:
-        block = f.read(chunk_size)
+        try:
+            part = read(chunk_size)
+        except (EOFError, OSError, ValueError):
+            if rest or pending:
+                yield rest + b"".join(pending)
+            raise
+        if part:
+            pending.append(part)
+            size += len(part)
+            if size < chunk_size:
+                continue
+        block = b"".join(pending)
+        pending, size = [], 0
         if not block:
             break
         data = rest + block if rest else block

@@ -1,0 +1,52 @@
+# rankdoctor — every target sets up what it needs on a fresh machine.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+LAB_STAMP := $(VENV)/.torch-2.13.0
+SCENARIOS ?= tests/scenarios
+JOBS ?= 2
+
+.PHONY: setup demo test eval lab check-kb clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	@rm -f $(VENV)/.installed-*; touch $@
+
+setup: $(STAMP)
+
+## demo: diagnose bundled real examples (public issue-thread logs and real torchrun runs)
+demo: setup
+	@for case in tests/scenarios/real/comms-11-peer-crash-funasr-rank2-oom/log.txt \
+	             tests/scenarios/real/comms2-10-desync-fsdp-t5-rank0-reduce-vs-allgather/log.txt \
+	             tests/scenarios/lab/straggler-rank0/logs \
+	             tests/scenarios/lab/compile-desync/console.log; do \
+	  echo; echo "\$$ rankdoctor diagnose $$case"; \
+	  $(VENV)/bin/rankdoctor diagnose $$case; status=$$?; \
+	  echo "(exit status $$status: 0 no failure, 1 diagnosed, 3 inconclusive)"; \
+	done; true
+
+## test: the whole suite
+test: setup
+	$(PY) -m pytest -n $(JOBS) -p no:cacheprovider
+
+## eval: per-class accuracy on a scenario corpus (make eval SCENARIOS=dir)
+eval: setup
+	$(PY) -m rankdoctor.evaluate $(SCENARIOS)
+
+## check-kb: validate every entry and run its examples
+check-kb: setup
+	$(PY) -m rankdoctor.kb.check
+
+## lab: regenerate the real-PyTorch lab runs (installs the CPU build of torch 2.13.0)
+$(LAB_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet --disable-pip-version-check torch==2.13.0 numpy tqdm
+	touch $@
+
+lab: $(LAB_STAMP)
+	$(PY) lab/run.py --out tests/scenarios/lab
+
+clean:
+	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache

@@ -1,0 +1,48 @@
+"""hang-killed: a job with a long collective timeout hangs and is killed from outside.
+
+Injected: the process-group timeout is 600 s (LAB_PG_TIMEOUT).  At step 3
+rank 3 gets stuck in a pure-Python retry loop (it keeps "re-fetching" a
+sample that never validates) and never reaches the gradient all_reduce;
+ranks 0-2 wait in it.  Nothing times out within the run: after ~15 s the
+lab driver sends SIGTERM to torchrun (what a scheduler's cancel does), and
+torchrun forwards it to the workers.
+"""
+
+import time
+
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from _common import TinyNet, batches, dump_fr, log, setup
+
+
+def fetch_sample(step, attempt):
+    time.sleep(0.5)
+    return None  # the remote sample never validates
+
+
+def main():
+    rank, world = setup(default_timeout=600)
+    model = DDP(TinyNet())
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    try:
+        for step, (x, y) in enumerate(batches(rank, 20)):
+            if rank == 3 and step == 3:
+                attempt = 0
+                while fetch_sample(step, attempt) is None:  # stuck forever
+                    attempt += 1
+                    if attempt % 10 == 0:
+                        log.warning("rank 3: sample for step %d still invalid after %d retries",
+                                    step, attempt)
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            log.info("rank %d step %d loss %.4f", rank, step, loss.item())
+    except BaseException:
+        dump_fr("exception")
+        raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,411 @@
+#!/usr/bin/env python3
+"""Failure-lab driver: run distributed-training failure cases under torchrun
+and capture what they really print.
+
+    python lab/run.py [CASE ...] --out DIR     # default: all cases
+    python lab/run.py --list
+
+For every case it writes DIR/<case>/:
+    logs/          torchrun --log-dir tree, exactly as torchrun wrote it
+    console.log    torchrun's terminal output (stdout+stderr merged)
+    cmd.txt        the exact command, the env vars the lab set, exit status
+    expected.yaml  class / initiating_rank / entry_hint / description /
+                   evidence (evidence lines are picked verbatim from
+                   console.log by the regexes in the case table below)
+    fr/            Flight Recorder dumps (only for cases with fr=True)
+
+torch and torchrun are taken from the interpreter running this script
+(``sys.executable -m torch.distributed.run``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+LAB = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(LAB)
+
+# Env vars that make the rank logs look like a typical real job.
+NOISY = {"TORCH_DISTRIBUTED_DEBUG": "INFO", "TORCH_CPP_LOG_LEVEL": "INFO"}
+FR = {"TORCH_FR_BUFFER_SIZE": "2000"}
+
+
+@dataclass
+class Case:
+    script: str
+    nproc: int
+    cls: str | None
+    initiating_rank: int | None
+    hint: str
+    description: str
+    evidence: list[str]  # regexes; first console.log line matching each one
+    env: dict[str, str] = field(default_factory=dict)
+    args: list[str] = field(default_factory=list)
+    fr: bool = False
+    tee: str | None = "3"  # torchrun --tee value (None: no --tee)
+    kill_after: float | None = None  # send SIGTERM to torchrun after N s
+    wall_timeout: float = 180.0
+    expect_ok: bool = False  # True: torchrun must exit 0
+    pre: str | None = None  # name of a pre-run hook (see HOOKS)
+    torchrun_args: list[str] = field(default_factory=list)
+
+
+CASES: dict[str, Case] = {
+    "healthy-ddp-2r": Case(
+        "healthy_ddp.py", 2, None, None, "healthy",
+        "Successful 2-rank DDP training run (40 steps) with tqdm, step/loss lines, "
+        "a DeprecationWarning and a UserWarning, TORCH_DISTRIBUTED_DEBUG=INFO and "
+        "TORCH_CPP_LOG_LEVEL=INFO noise. Nothing here is a failure.",
+        [r"step\s+40/40", r"training finished"],
+        env=dict(NOISY), expect_ok=True,
+    ),
+    "healthy-ddp-4r": Case(
+        "healthy_ddp.py", 4, None, None, "healthy",
+        "Successful 4-rank DDP training run (40 steps) with tqdm, step/loss lines, "
+        "warnings and INFO-level c10d/DDP logging. Nothing here is a failure.",
+        [r"step\s+40/40", r"training finished"],
+        env=dict(NOISY), expect_ok=True,
+    ),
+    "exception-rank2": Case(
+        "exception_rank2.py", 4, "peer-rank-crashed", 2, "python-exception-in-one-rank",
+        "Rank 2 of 4 raises IndexError (list index out of range) in its data loading at "
+        "step 6 while ranks 0,1,3 wait in DDP's gradient all_reduce. Script uses @record.",
+        [r"\[rank2\]: IndexError: list index out of range",
+         r"\[rank\d\]: RuntimeError: .*Connection closed by peer",
+         r"failed \(exitcode: 1\) local_rank: 2"],
+        fr=True,
+    ),
+    "sigkill-rank1": Case(
+        "sigkill_rank1.py", 4, "host-oom", 1, "worker-sigkill-oom",
+        "Rank 1 of 4 sends itself SIGKILL at step 5 (as the kernel OOM killer would) while "
+        "the other ranks are in DDP's gradient all_reduce.",
+        [r"failed \(exitcode: -9\) local_rank: 1", r"Signal 9 \(SIGKILL\) received by PID",
+         r"\[rank\d\]: RuntimeError: .*(Connection closed by peer|Connection reset by peer)"],
+        fr=True,
+    ),
+    "straggler-rank0": Case(
+        "straggler_rank0.py", 4, "straggler-timeout", 0, "barrier-timeout-slow-rank",
+        "Rank 0 spends ~25 s building a dataset cache (progress lines) while ranks 1-3 wait "
+        "in dist.barrier() with a 10 s gloo timeout.",
+        [r"\[rank\d\]: RuntimeError: .*Timed out waiting 10000ms",
+         r"building dataset cache: 10/25", r"failed \(exitcode: 1\) local_rank: \d"],
+        fr=True,
+    ),
+    "compile-desync": Case(
+        "compile_desync.py", 4, "collective-desync", 1, "compile-data-dependent-collective",
+        "A torch.compile'd train step (backend aot_eager) has `if loss > SPIKE: dist.all_reduce(spike)`; "
+        "only rank 1 (outlier targets at step 4) takes the branch, so its collective sequence diverges "
+        "from ranks 0,2,3: gloo pairs rank 1's 1-element all_reduce with the others' gradient "
+        "all_reduce and rank 1 aborts (SIGABRT) on the size check; the peers see connection errors.",
+        [r"\[__graph_breaks\] Graph Break Reason: Data-dependent branching",
+         r"op\.preamble\.length <= op\.nbytes.*collective mismatch",
+         r"failed \(exitcode: -6\) local_rank: 1"],
+        env={"TORCH_LOGS": "recompiles,graph_breaks"}, fr=True,
+    ),
+    "shape-recompile-rank1": Case(
+        "shape_recompile_rank1.py", 4, "collective-desync", 1, "compile-shape-recompile-extra-collective",
+        "Rank 1 gets a 7-sample partial batch at step 3; the compiled step's shape-based branch "
+        "(`if x.shape[0] < BATCH: dist.all_reduce(n)`) makes rank 1 recompile and issue an extra "
+        "all_reduce the other ranks never issue; gloo's size check aborts rank 1 (SIGABRT).",
+        [r"\[__recompiles\] +- 0/0: tensor 'x' size mismatch at index 0. expected 8, actual 7",
+         r"op\.preamble\.length <= op\.nbytes.*collective mismatch",
+         r"failed \(exitcode: -6\) local_rank: 1"],
+        env={"TORCH_LOGS": "recompiles,graph_breaks"}, fr=True,
+    ),
+    "extra-collective-same-shape": Case(
+        "extra_collective_same_shape.py", 4, "collective-desync", 1, "extra-collective-same-shape",
+        "From step 3 on rank 1 issues one extra float32[16] all_reduce (metrics hook registered twice), "
+        "which gloo silently matches with the other ranks' next float32[16] all_reduce; rank 1 ends "
+        "with one collective nobody joins.",
+        [r"rank 1 step 3 err 3\.5170",
+         r"\[rank1\]: RuntimeError: .*Connection closed by peer",
+         r"failed \(exitcode: 1\) local_rank: 1"],
+        fr=True,
+    ),
+    "dtype-mismatch": Case(
+        "dtype_mismatch.py", 2, "collective-desync", None, "all-reduce-dtype-mismatch",
+        "Rank 0 all_reduces float32[8] while rank 1 all_reduces int32[8] (same byte size). "
+        "Gloo raises nothing: each rank sums the peer's bytes reinterpreted as its own dtype "
+        "(silent corruption) and torchrun exits 0.",
+        [r"rank 1 step 0 dtype=torch\.int32 reduced=", r"rank 0 step 0 dtype=torch\.float32 reduced="],
+        fr=True, expect_ok=True,
+    ),
+    "hang-killed": Case(
+        "hang_killed.py", 4, "straggler-timeout", 3, "hang-killed-by-sigterm",
+        "Rank 3 is stuck in a pure-Python retry loop at step 3 while ranks 0-2 wait in DDP's gradient "
+        "all_reduce with a 600 s timeout; after 15 s the driver sends SIGTERM to torchrun, which "
+        "forwards it to the workers (FR dumped from the SIGTERM path).",
+        [r"still invalid after 20 retries", r"Received 15 death signal, shutting down workers",
+         r"SignalException: Process \d+ got signal: 15"],
+        env={"LAB_PG_TIMEOUT": "600"}, fr=True, kill_after=15,
+    ),
+    "rank0-only-collective": Case(
+        "rank0_only_collective.py", 4, "collective-desync", 0, "rank0-only-collective",
+        "After each epoch only rank 0 calls dist.all_reduce(val_loss) (`if rank == 0:`); ranks 1-3 go "
+        "on to the next DDP gradient all_reduce; gloo pairs the mismatched ops and rank 0 aborts "
+        "(SIGABRT) on the size check.",
+        [r"op\.preamble\.length <= op\.nbytes.*collective mismatch",
+         r"failed \(exitcode: -6\) local_rank: 0", r"Signal 6 \(SIGABRT\) received by PID"],
+        fr=True,
+    ),
+    "nan-loss": Case(
+        "nan_loss.py", 2, "nan-divergence", None, "loss-nan-bad-lr",
+        "SGD with lr=5.0 (typo for 5e-3): the loss explodes to inf/nan within a few steps and the "
+        "script stops with 'Loss is <inf|nan>, stopping training' (sys.exit(1)) on every rank.",
+        [r"Loss is (nan|inf), stopping training", r"failed \(exitcode: -?\d+\)"],
+    ),
+    "checkpoint-module-prefix": Case(
+        "checkpoint_module_prefix.py", 2, "checkpoint-error", None, "state-dict-module-prefix",
+        "Rank 0 saves a DDP state_dict (keys prefixed 'module.'); every rank loads it into a bare "
+        "TinyNet with load_state_dict -> Missing/Unexpected key(s) RuntimeError on all ranks.",
+        [r"Error\(s\) in loading state_dict for TinyNet", r"Missing key\(s\) in state_dict",
+         r"Unexpected key\(s\) in state_dict"],
+        env={"LAB_CKPT_DIR": "/tmp"},
+    ),
+    "ddp-unused-params": Case(
+        "ddp_unused_params.py", 2, "ddp-unused-parameters", None, "ddp-unused-parameters",
+        "DDP (find_unused_parameters=False) around a model whose aux_head is never used in forward; "
+        "the second iteration raises 'Expected to have finished reduction in the prior iteration'.",
+        [r"Expected to have finished reduction in the prior iteration",
+         r"Parameter indices which did not receive grad", r"failed \(exitcode: 1\)"],
+    ),
+    "ddp-mark-ready-twice": Case(
+        "ddp_mark_ready_twice.py", 2, "ddp-mark-ready-twice", None, "ddp-mark-variable-ready-twice",
+        "The same block runs twice per forward under reentrant activation checkpointing inside "
+        "DDP(find_unused_parameters=True) -> 'Expected to mark a variable ready only once'.",
+        [r"Expected to mark a variable ready only once", r"failed \(exitcode: 1\)"],
+    ),
+    "ddp-model-mismatch": Case(
+        "ddp_model_mismatch.py", 2, "ddp-model-mismatch", 1, "ddp-model-shape-mismatch",
+        "Rank 1 builds TinyNet(d_hidden=64), rank 0 TinyNet(d_hidden=32); the DDP constructor's "
+        "cross-rank parameter-shape check fails on rank 1 (params[0] ... appears not to match).",
+        [r"\[rank1\]: RuntimeError: \[1\]: params\[0\] in this process with sizes .* appears not to match",
+         r"failed \(exitcode: 1\) local_rank: 1"],
+    ),
+    "dataloader-worker-killed": Case(
+        "dataloader_worker_killed.py", 2, "host-oom", 0, "dataloader-worker-sigkill",
+        "On rank 0 a DataLoader worker SIGKILLs itself while loading sample 37 (as the OOM killer "
+        "would); the main process raises 'DataLoader worker (pid N) is killed by signal: Killed.'",
+        [r"\[rank0\]: RuntimeError: DataLoader worker \(pid \d+\) is killed by signal: Killed",
+         r"failed \(exitcode: 1\) local_rank: 0"],
+        fr=True,
+    ),
+    "rendezvous-port-in-use": Case(
+        "healthy_ddp.py", 2, "rendezvous-init", None, "master-port-in-use",
+        "torchrun is started with --master-port pointing at a port another process already listens on "
+        "(the driver holds it); the rendezvous/TCPStore cannot be set up.",
+        [r"DistNetworkError: The server socket has failed to listen on any local network address"],
+        pre="port_in_use", wall_timeout=120,
+    ),
+}
+
+
+# --------------------------------------------------------------------------
+def yaml_str(s) -> str:
+    if s is None:
+        return "null"
+    if isinstance(s, int):
+        return str(s)
+    return json.dumps(s, ensure_ascii=False)  # JSON strings are valid YAML
+
+
+def pick_evidence(console: str, patterns: list[str]) -> tuple[list[str], list[str]]:
+    lines = console.splitlines()
+    found, missing = [], []
+    for pat in patterns:
+        rx = re.compile(pat)
+        hit = next((ln for ln in lines if rx.search(ln)), None)
+        if hit is None:
+            missing.append(pat)
+        elif hit not in found:
+            found.append(hit.rstrip("\r"))
+    return found, missing
+
+
+def run_case(name: str, case: Case, out: str) -> dict:
+    cdir = os.path.abspath(os.path.join(out, name))
+    if os.path.exists(cdir):
+        shutil.rmtree(cdir)
+    os.makedirs(cdir)
+    logs = os.path.join(cdir, "logs")
+
+    lab_env = {"PYTHONUNBUFFERED": "1", "LAB_CASE": name}
+    lab_env.update(case.env)
+    if case.fr:
+        lab_env.update(FR)
+        lab_env["TORCH_FR_DUMP_TEMP_FILE"] = os.path.join(cdir, "fr", "fr_trace_rank_")
+
+    cmd = [
+        sys.executable, "-m", "torch.distributed.run",
+        "--nnodes", "1", "--nproc-per-node", str(case.nproc),
+        "--rdzv-backend", "c10d", "--rdzv-endpoint", "localhost:0",
+        "--rdzv-id", name, "--log-dir", logs,
+    ]
+    if case.tee is not None:
+        cmd += ["--tee", case.tee]
+    cmd += case.torchrun_args
+    cmd += [os.path.join("lab", case.script), *case.args]
+
+    env = dict(os.environ)
+    env.update(lab_env)
+    hook_note = ""
+    if case.pre:
+        hook_note = HOOKS[case.pre](cmd, env, lab_env, cdir) or ""
+
+    t0 = time.time()
+    proc = subprocess.Popen(
+        cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    chunks: list[bytes] = []
+
+    def reader():
+        for chunk in iter(lambda: proc.stdout.read1(65536), b""):
+            chunks.append(chunk)
+
+    th = threading.Thread(target=reader, daemon=True)
+    th.start()
+    killed_note = ""
+    if case.kill_after is not None:
+        try:
+            proc.wait(timeout=case.kill_after)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGTERM)
+            killed_note = f"driver sent SIGTERM to the torchrun process (pid {proc.pid}) after {case.kill_after:.0f}s"
+    try:
+        rc = proc.wait(timeout=case.wall_timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        rc = proc.wait()
+        killed_note += " | wall timeout: driver SIGKILLed the whole process group"
+    th.join(timeout=10)
+    dt = time.time() - t0
+    console = b"".join(chunks).decode("utf-8", errors="replace")
+    with open(os.path.join(cdir, "console.log"), "w", encoding="utf-8", newline="") as f:
+        f.write(console)
+
+    if getattr(HOOKS.get(case.pre or ""), "cleanup", None):
+        HOOKS[case.pre].cleanup()
+
+    fr_dir = os.path.join(cdir, "fr")
+    fr_files = sorted(os.listdir(fr_dir)) if os.path.isdir(fr_dir) else []
+
+    import torch  # only for the version string
+
+    with open(os.path.join(cdir, "cmd.txt"), "w") as f:
+        f.write("# command (cwd = repo root)\n")
+        f.write(shlex.join(cmd) + "\n\n")
+        f.write("# env vars set by lab/run.py (on top of the caller's environment)\n")
+        for k, v in lab_env.items():
+            f.write(f"{k}={v}\n")
+        f.write("\n# run\n")
+        f.write(f"torch_version={torch.__version__}\n")
+        f.write(f"python={sys.version.split()[0]}\n")
+        f.write(f"torchrun_exit_status={rc}\n")
+        f.write(f"wall_seconds={dt:.1f}\n")
+        f.write(
+            "console=torchrun stdout+stderr merged into one pipe; "
+            + (f"--tee {case.tee}: every rank line is prefixed '[default<local_rank>]:' by torchrun; "
+               if case.tee else "no --tee: rank output goes straight to the terminal, no [defaultN]: prefix; ")
+            + "tracebacks of uncaught exceptions after init_process_group are prefixed "
+            "'[rank<N>]:' by torch's distributed excepthook\n"
+        )
+        if killed_note:
+            f.write(f"kill={killed_note.strip(' |')}\n")
+        if hook_note:
+            f.write(f"setup={hook_note}\n")
+        if case.fr:
+            f.write(
+                "flight_recorder=TORCH_FR_BUFFER_SIZE=2000; each rank writes "
+                "torch._C._distributed_c10d._dump_fr_trace() (pickle bytes) to "
+                "$TORCH_FR_DUMP_TEMP_FILE<rank> from its exception handler (lab/_common.py "
+                "dump_fr) or, when torchrun SIGTERMs the workers, from a wakeup-fd "
+                "watcher thread; gloo itself never dumps. "
+                f"dumps present: {', '.join(fr_files) or 'none'}\n"
+            )
+
+    evidence, missing = pick_evidence(console, case.evidence)
+    with open(os.path.join(cdir, "expected.yaml"), "w", encoding="utf-8") as f:
+        f.write(f"class: {yaml_str(case.cls)}\n")
+        f.write(f"initiating_rank: {yaml_str(case.initiating_rank)}\n")
+        f.write(f"entry_hint: {yaml_str(case.hint)}\n")
+        f.write(f"description: {yaml_str(case.description)}\n")
+        f.write("evidence:\n")
+        for ln in evidence:
+            f.write(f"  - {yaml_str(ln)}\n")
+        if not evidence:
+            f.write("  []\n")
+
+    ok = (rc == 0) == case.expect_ok
+    status = "captured" if ok and not missing else "CHECK"
+    return {"case": name, "rc": rc, "seconds": round(dt, 1), "status": status,
+            "missing_evidence": missing, "fr_dumps": len(fr_files)}
+
+
+class _PortInUse:
+    """Pre-run hook: occupy a TCP port (like a stale job would), then point
+    torchrun's default static rendezvous (--master-port) at it."""
+
+    def __init__(self):
+        self.sock = None
+
+    def __call__(self, cmd, env, lab_env, cdir):
+        import socket
+
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        port = self.sock.getsockname()[1]
+        i = cmd.index("--rdzv-backend")
+        cmd[i:i + 6] = ["--master-addr", "127.0.0.1", "--master-port", str(port)]
+        return (f"before starting torchrun the driver bound and listens on 127.0.0.1:{port} "
+                f"(a stale process holding the port); torchrun uses its default static "
+                f"rendezvous with --master-port {port}")
+
+    def cleanup(self):
+        if self.sock:
+            self.sock.close()
+            self.sock = None
+
+
+HOOKS: dict = {"port_in_use": _PortInUse()}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cases", nargs="*", help="case names (default: all)")
+    ap.add_argument("--out", default=os.path.join(REPO, "tests", "scenarios", "lab"))
+    ap.add_argument("--list", action="store_true")
+    a = ap.parse_args(argv)
+    if a.list:
+        for n, c in CASES.items():
+            print(f"{n:32s} {c.cls or 'healthy':24s} {c.script}")
+        return 0
+    names = a.cases or list(CASES)
+    bad = [n for n in names if n not in CASES]
+    if bad:
+        ap.error(f"unknown case(s): {', '.join(bad)}; see --list")
+    results = []
+    for n in names:
+        print(f"[lab] running {n} ...", flush=True)
+        r = run_case(n, CASES[n], a.out)
+        print(f"[lab] {n}: {r}", flush=True)
+        results.append(r)
+    failed = [r["case"] for r in results if r["status"] != "captured"]
+    print(f"[lab] {len(results) - len(failed)} captured, {len(failed)} to check: {failed}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

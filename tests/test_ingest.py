@@ -1,0 +1,176 @@
+"""Ingest: prefixes, file names, compressed and archived inputs, hostile bytes."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import tarfile
+import zipfile
+
+import pytest
+import zstandard
+
+from rankdoctor.ingest.names import attribution_from_name
+from rankdoctor.ingest.prefix import Dialect, clean, parse_prefix, sniff_dialect
+from rankdoctor.ingest.sources import InputError, expand_inputs, iter_chunks, looks_binary
+from rankdoctor.scan import scan_sources, scan_text
+
+
+@pytest.mark.parametrize(
+    "line, rank, local_rank, host, time_prefix",
+    [
+        # stacked torchrun --tee prefix, global rank, glog time (real: crash2-16)
+        (
+            "[default0]:[rank12]:[E817 17:40:34.227531918 ProcessGroupNCCL.cpp:1515] [PG 0 (default_pg) Rank 12] Process group watchdog thread terminated",
+            12, 0, None, "--08-17T17:40:34",
+        ),
+        # Open MPI --tag-output + NCCL host:pid:tid [dev] (real: comms-06)
+        ("[1,1]<stdout>:chifflot-7:67918:67950 [0] init.cc:748 NCCL WARN Duplicate GPU detected", 1, None, "chifflot-7", None),
+        # verbose glog level V (real lab: compile-desync)
+        (
+            "[default3]:[rank3]:V1130 05:08:07.170000 8641 torch/_dynamo/symbolic_convert.py:5124] [0/0] [__graph_breaks] Graph break",
+            3, 3, None, "--11-30T05:08:07",
+        ),
+        # Python logging timestamp after the torchrun prefix (real lab)
+        ("[default2]:2026-11-30 05:07:49,255 INFO train: rank 2/4 initialised", None, 2, None, "2026-11-30T05:07:49"),
+        # DeepSpeed launcher bracketed timestamp (real: crash2-32)
+        ("[2022-05-15 00:12:57,785] [INFO] [launch.py:178:sigkill_handler] Killing subprocess 97277", None, None, None, "2022-05-15T00:12:57"),
+        # Lightning
+        ("[rank: 3] Seed set to 42", 3, None, None, None),
+        # kubectl logs --prefix
+        ("[pod/train-worker-1/pytorch] [rank9]: Traceback (most recent call last):", 9, None, "train-worker-1", None),
+        # Ray actor prefix with ANSI colour (vLLM style)
+        ("\x1b[36m(RayWorkerWrapper pid=123, ip=10.0.0.5)\x1b[0m INFO worker started", None, None, "10.0.0.5", None),
+    ],
+)
+def test_prefixes(line, rank, local_rank, host, time_prefix):
+    a, pos = parse_prefix(clean(line))
+    assert a.rank == rank
+    assert a.local_rank == local_rank
+    assert a.host == host
+    if time_prefix:
+        assert a.time and a.time.startswith(time_prefix)
+    assert pos > 0 or rank is None
+
+
+def test_srun_and_host_dialects_are_sniffed():
+    srun = [f"{r}: step {i} loss 1.0" for i in range(10) for r in range(4)]
+    d = sniff_dialect(srun)
+    assert d.srun
+    a, pos = parse_prefix("3: RuntimeError: boom", d)
+    assert a.rank == 3
+    pdsh = [f"gpu-q-49: [rank{r}]: step {i}" for i in range(10) for r in range(2)]
+    d2 = sniff_dialect(pdsh)
+    assert "gpu-q-49" in d2.hosts
+    a2, _ = parse_prefix("gpu-q-49: [rank1]: RuntimeError: boom", d2)
+    assert (a2.host, a2.rank) == ("gpu-q-49", 1)
+    # an ordinary log is neither
+    plain = ["RuntimeError: boom", "Traceback (most recent call last):", "INFO: step 1"] * 5
+    assert sniff_dialect(plain) == Dialect()
+
+
+def test_tqdm_carriage_returns_keep_the_error_visible():
+    raw = "train:  50%|#####     | 20/40 [00:01<00:01]\r[rank1]: RuntimeError: boom"
+    assert "RuntimeError: boom" in clean(raw)
+
+
+@pytest.mark.parametrize(
+    "path, rank, local_rank",
+    [
+        ("logs/job_abc/attempt_0/3/stderr.log", None, 3),
+        ("logs/rank_5.log", 5, None),
+        ("out/train-rank12.txt", 12, None),
+        ("node1/local_rank2.log", None, 2),
+        ("plain.log", None, None),
+    ],
+)
+def test_file_names(path, rank, local_rank):
+    a = attribution_from_name(path)
+    assert (a.rank, a.local_rank) == (rank, local_rank)
+
+
+WATCHDOG = (
+    "[E ProcessGroupNCCL.cpp:475] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, "
+    "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800572 milliseconds before timing out.\n"
+)
+
+
+def _lines(kb, data: bytes, name="x.log"):
+    res = scan_text(kb, data, name)
+    return res
+
+
+def test_gzip_zstd_tar_zip(tmp_path, kb):
+    payload = ("noise\n" * 100 + WATCHDOG).encode()
+    gz = tmp_path / "a.log.gz"
+    gz.write_bytes(gzip.compress(payload))
+    zs = tmp_path / "b.log.zst"
+    zs.write_bytes(zstandard.ZstdCompressor().compress(payload))
+    tar = tmp_path / "logs.tar.gz"
+    with tarfile.open(tar, "w:gz") as tf:
+        info = tarfile.TarInfo("run/rank_1.log")
+        info.size = len(payload)
+        tf.addfile(info, io.BytesIO(payload))
+    zp = tmp_path / "logs.zip"
+    with zipfile.ZipFile(zp, "w") as zf:
+        zf.writestr("run/rank_1.log", payload)
+    for p in (gz, zs, tar, zp):
+        res = scan_sources(kb, expand_inputs([str(p)]))
+        hits = [e for e in res.events if e.signature == "watchdog-timeout"]
+        assert len(hits) == 1, p
+        assert hits[0].line == 101
+        assert hits[0].rank == 1
+
+
+def test_truncated_gzip_gives_partial_result(tmp_path, kb):
+    payload = (WATCHDOG + "x" * 200000 + "\n") * 20
+    data = gzip.compress(payload.encode())
+    p = tmp_path / "cut.log.gz"
+    p.write_bytes(data[: len(data) // 2])
+    res = scan_sources(kb, expand_inputs([str(p)]))
+    assert res.events, "the intact part is read"
+    assert any("ends early" in w for i in res.inputs for w in i.warnings)
+
+
+def test_invalid_utf8_nul_and_huge_lines(kb):
+    data = b"\xff\xfe garbage \x00\x00 more\n" + b"A" * (3 << 20) + b"\n" + WATCHDOG.encode() + b"tail \xc3\x28\n"
+    res = scan_text(kb, data)
+    hits = [e for e in res.events if e.signature == "watchdog-timeout"]
+    assert len(hits) == 1 and hits[0].line == 3
+    assert res.inputs[0].lines == 4
+
+
+def test_interleaved_ranks_mid_line(kb):
+    line = "[rank1]: step 5 loss 2.0[rank0]: " + WATCHDOG.split("] ", 1)[1]
+    res = scan_text(kb, line)
+    hit = next(e for e in res.events if e.signature == "watchdog-timeout")
+    assert hit.rank == 1  # the [Rank 1] inside the message wins over both prefixes
+
+
+def test_chunks_are_newline_aligned():
+    data = b"".join(b"line %d\n" % i for i in range(100000))
+    chunks = list(iter_chunks(io.BytesIO(data), chunk_size=4096))
+    assert b"".join(chunks) == data
+    assert all(c.endswith(b"\n") for c in chunks)
+
+
+def test_binary_detection():
+    assert looks_binary(b"\x89PNG\r\n\x1a\n" + bytes(200))
+    assert looks_binary(bytes(range(256)) * 50)
+    assert not looks_binary("ordinary log line ✓ with ünïcode\n".encode() * 100)
+    assert not looks_binary(b"\x1b[31mERROR\x1b[0m colour codes\n" * 50)
+
+
+def test_missing_and_empty_inputs(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        expand_inputs([str(tmp_path / "nope.log")])
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(InputError, match="no files"):
+        expand_inputs([str(empty)])
+
+
+def test_case_folder_names_are_not_ranks():
+    # a folder named after an experiment is not a rank folder
+    assert attribution_from_name("runs/straggler-rank0/console.log").rank is None
+    assert attribution_from_name("runs/rank3/stdout.log").rank == 3

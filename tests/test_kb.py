@@ -1,0 +1,122 @@
+"""The knowledge base: schema, validators, and every entry's own examples (semgrep-style)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rankdoctor.kb.check import entries_firing
+from rankdoctor.kb.loader import KBError, load_kb
+from rankdoctor.kb.taxonomy import CLASS_IDS
+
+from .conftest import ROOT
+
+ENTRY_FILES = sorted((ROOT / "entries").rglob("*.yaml"))
+
+
+def test_kb_loads_and_validates(kb):
+    assert len(kb) >= 30
+
+
+def test_every_taxonomy_class_has_an_entry(kb):
+    covered = {e.class_ for e in kb}
+    assert CLASS_IDS - covered == set()
+
+
+def test_taxonomy_ids_match_shared_taxonomy():
+    shared = ROOT.parent / "shared" / "TAXONOMY.md"
+    if not shared.is_file():
+        pytest.skip("../shared/TAXONOMY.md not present")
+    ids = set(re.findall(r"^- ([a-z0-9-]+):", shared.read_text(), re.M))
+    assert ids == set(CLASS_IDS)
+
+
+@pytest.mark.parametrize("path", ENTRY_FILES, ids=lambda p: p.stem)
+def test_entry_examples(kb, scanner, path):
+    entry = kb.get(path.stem)
+    allowed = {entry.id} | kb.related_to(entry.id)
+    for ex in entry.examples.match:
+        fired = entries_firing(kb, ex.text, scanner)
+        assert entry.id in fired, f"match example does not fire {entry.id}: {ex.text}"
+        assert fired <= allowed, f"{ex.text!r} also fires unrelated {sorted(fired - allowed)}"
+    for ex in entry.examples.no_match:
+        assert entry.id not in entries_firing(kb, ex.text, scanner), f"no_match example fires: {ex.text}"
+
+
+def test_seed_entry_is_complete(kb):
+    e = kb.get("asymmetric-compile-collective-desync")
+    assert e.class_ == "collective-desync"
+    for field in ("summary", "mechanism", "misdiagnosis", "verify"):
+        assert getattr(e, field).strip()
+    for field in ("observe", "signatures", "confirm", "fix", "prevention", "references", "code", "related"):
+        assert getattr(e, field), field
+    assert e.missing and e.missing.command
+    assert "desync" in {x.value for x in e.explains}
+    assert any("dynamic=False" in (s.command or s.text) for s in e.fix)
+    assert any("fr" in (s.command or "") for s in e.confirm)
+
+
+def test_related_is_symmetric(kb):
+    for e in kb:
+        for r in kb.related_to(e.id):
+            assert e.id in kb.related_to(r)
+
+
+def test_references_are_urls(kb):
+    for e in kb:
+        for r in e.references:
+            assert re.match(r"^https?://[\w.-]+\.[a-z]{2,}(/\S*)?$", r.url), (e.id, r.url)
+
+
+def _write_entry(tmp_path: Path, name: str, data: dict) -> Path:
+    d = tmp_path / "entries" / "x"
+    d.mkdir(parents=True, exist_ok=True)
+    p = d / f"{name}.yaml"
+    p.write_text(yaml.safe_dump(data))
+    return tmp_path / "entries"
+
+
+def _minimal(kb, **over) -> dict:
+    base = yaml.safe_load((ROOT / "entries/collectives/nccl-peer-connection-closed.yaml").read_text())
+    base["related"] = []
+    base.update(over)
+    return base
+
+
+@pytest.mark.parametrize(
+    "over, message",
+    [
+        ({"class": "not-a-class"}, "not a TAXONOMY.md id"),
+        ({"related": ["no-such-entry"]}, "does not exist"),
+        ({"references": [{"title": "x", "url": "not a url"}]}, "references"),
+        ({"fix": []}, "fix"),
+        ({"signatures": [{"id": "a", "role": "cause", "regex": "(unclosed"}]}, "regex does not compile"),
+        ({"signatures": [{"id": "a", "role": "cause", "regex": "^anchored"}]}, "anchored"),
+        ({"signatures": [{"id": "a", "role": "cause", "regex": "x(?P<bogus>\\d)"}]}, "capture group"),
+        ({"examples": {"match": [{"text": "x", "source": "y"}], "no_match": []}}, "no_match"),
+    ],
+)
+def test_validators_reject_bad_entries(tmp_path, kb, over, message):
+    d = _write_entry(tmp_path, "nccl-peer-connection-closed", _minimal(kb, **over))
+    with pytest.raises(KBError, match=message):
+        load_kb(d)
+
+
+def test_duplicate_ids_rejected(tmp_path, kb):
+    data = _minimal(kb)
+    d = _write_entry(tmp_path, "nccl-peer-connection-closed", data)
+    other = d / "y"
+    other.mkdir()
+    (other / "nccl-peer-connection-closed.yaml").write_text(yaml.safe_dump(data))
+    with pytest.raises(KBError, match="duplicate id"):
+        load_kb(d)
+
+
+def test_unexampled_signature_rejected(tmp_path, kb):
+    data = _minimal(kb)
+    data["signatures"] = data["signatures"] + [{"id": "extra", "role": "symptom", "regex": "never seen text"}]
+    with pytest.raises(KBError, match="has no `match` example"):
+        load_kb(_write_entry(tmp_path, "nccl-peer-connection-closed", data))
