@@ -43,6 +43,7 @@ LAB = [c for c in CASES if c.parent.name == "lab"]
 # (exit codes, signals, the kill of a hung job) goes only to the console.
 LOGDIR_BLIND = {
     "hang-killed": "every rank's file just ends; only torchrun's console shows the job was killed while hung",
+    "rendezvous-port-in-use": "torchrun fails to bind its store before any worker starts: the log dir stays empty",
     "sigkill-rank1": "rank 1 (SIGKILL) and rank 3 (SIGTERM from the launcher) both leave empty files; only the console says which died",
 }
 SIGNAL_DEATHS = {"host-oom"}  # a rank killed by a signal leaves no line of its own

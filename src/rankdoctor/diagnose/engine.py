@@ -331,7 +331,8 @@ def _cross_rank_candidates(kb, events, coll: CollectiveFinding | None, accused, 
                 out.append(Candidate(entry, 0.72, r, evs + [coll.reports[x].event for x in coll.reporting], [coll.detail], kind="dead-peer"))
             else:
                 entry, ctx = _best_explainer(kb, "straggler", events, "rank-zero-straggler")
-                score = 0.55 + (0.2 if ctx else 0.0) + (0.05 if coll.barrier_like else 0.0)
+                # one silent rank is a suspect; several silent ranks are only a guess
+                score = (0.55 if len(absent) == 1 else 0.4) + (0.2 if ctx else 0.0) + (0.05 if coll.barrier_like else 0.0)
                 r = absent[0] if len(absent) == 1 else None
                 notes = [coll.detail]
                 if r is not None:

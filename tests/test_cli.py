@@ -1,0 +1,158 @@
+"""The command line as a user runs it: exit codes, formats, stdin, bad input."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT, SCENARIOS, run_cli
+
+OOM_CASE = SCENARIOS / "real" / "comms-11-peer-crash-funasr-rank2-oom" / "log.txt"
+DESYNC_CASE = SCENARIOS / "real" / "comms2-10-desync-fsdp-t5-rank0-reduce-vs-allgather" / "log.txt"
+
+
+def test_version_is_fast_and_plain():
+    r = run_cli("--version")
+    assert r.returncode == 0
+    assert r.stdout.decode().startswith("rankdoctor ")
+
+
+def test_json_schema_v1():
+    r = run_cli("diagnose", str(OOM_CASE), "--format", "json")
+    assert r.returncode == 1, r.stderr.decode()
+    d = json.loads(r.stdout)
+    assert d["schema"] == "rankdoctor.diagnosis/v1"
+    assert d["verdict"] == "diagnosed"
+    assert set(d) == {"schema", "verdict", "diagnoses", "ranks", "inputs"}
+    top = d["diagnoses"][0]
+    assert set(top) == {
+        "entry", "class", "title", "confidence", "initiating_rank", "collateral_ranks",
+        "evidence", "root_cause", "fix", "verify", "missing",
+    }
+    assert top["class"] == "cuda-oom" and top["initiating_rank"] == 2
+    assert 0 < top["confidence"] <= 1
+    assert 5 in top["collateral_ranks"]
+    for ev in top["evidence"]:
+        assert set(ev) == {"source", "line", "rank", "time", "text", "signature", "role"}
+        assert ev["role"] in ("cause", "symptom", "context")
+        assert ev["line"] >= 1
+    assert set(d["ranks"]) == {"count", "seen"}
+    assert d["inputs"][0]["lines"] == 6 and d["inputs"][0]["bytes"] > 0
+
+
+def test_text_report_names_what_where_why_and_what_to_do():
+    r = run_cli("diagnose", str(DESYNC_CASE))
+    out = r.stdout.decode()
+    assert r.returncode == 1
+    for word in ("collective-desync", "rank 0", "evidence", "fix", "verify", "log.txt:"):
+        assert word in out, word
+
+
+def test_markdown():
+    r = run_cli("diagnose", str(OOM_CASE), "--format", "markdown")
+    md = r.stdout.decode()
+    assert md.startswith("## rankdoctor: Diagnosed")
+    assert "| Initiating rank | 2" in md and "```" in md
+
+
+def test_stdin_and_gzip_stdin():
+    data = OOM_CASE.read_bytes()
+    r = run_cli("diagnose", "-", "--format", "json", stdin=data)
+    assert r.returncode == 1 and json.loads(r.stdout)["diagnoses"][0]["initiating_rank"] == 2
+    r = run_cli("diagnose", "-", "--format", "json", stdin=gzip.compress(data))
+    assert r.returncode == 1 and json.loads(r.stdout)["diagnoses"][0]["class"] == "cuda-oom"
+
+
+def test_healthy_exit_zero():
+    healthy = SCENARIOS / "lab" / "healthy-ddp-4r" / "console.log"
+    r = run_cli("diagnose", str(healthy), "--format", "json")
+    assert r.returncode == 0
+    assert json.loads(r.stdout)["verdict"] == "no-failure-found"
+
+
+def test_inconclusive_exit_three_names_the_missing_fact(tmp_path):
+    # only the collateral: one rank's watchdog line, nothing about who it waited for
+    line = (SCENARIOS / "real" / "comms-11-peer-crash-funasr-rank2-oom" / "log.txt").read_text().splitlines()[-1]
+    p = tmp_path / "rank5.log"
+    p.write_text(line + "\n")
+    r = run_cli("diagnose", str(p), "--format", "json")
+    d = json.loads(r.stdout)
+    assert r.returncode == 3, d
+    assert d["verdict"] == "inconclusive"
+    assert d["diagnoses"][0]["missing"], "an inconclusive answer names the fact to collect"
+    assert any("torchrun" in m or "TORCH_FR" in m for m in d["diagnoses"][0]["missing"])
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + os.urandom(2000)
+
+
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        ("image.png", PNG, "not a text log"),
+        ("random.bin", os.urandom(100_000), "not a text log"),
+        ("empty.log", b"", "empty"),
+    ],
+)
+def test_garbage_in_one_line_error_exit_two(tmp_path, name, content, message):
+    p = tmp_path / name
+    p.write_bytes(content)
+    r = run_cli("diagnose", str(p))
+    err = r.stderr.decode()
+    assert r.returncode == 2
+    assert message in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_missing_path_exit_two():
+    r = run_cli("diagnose", "/nonexistent/log.txt")
+    assert r.returncode == 2
+    assert "no such file" in r.stderr.decode()
+    assert "Traceback" not in r.stderr.decode()
+
+
+def test_truncated_archive_is_a_partial_result(tmp_path):
+    data = gzip.compress(OOM_CASE.read_bytes() * 50)
+    p = tmp_path / "cut.log.gz"
+    p.write_bytes(data[: len(data) * 3 // 4])
+    r = run_cli("diagnose", str(p), "--format", "json")
+    assert r.returncode in (1, 3), r.stderr.decode()
+    assert "Traceback" not in r.stderr.decode()
+
+
+def test_user_files_are_never_modified(tmp_path):
+    import shutil
+
+    case = tmp_path / "case"
+    shutil.copytree(SCENARIOS / "lab" / "exception-rank2", case)
+    before = {p: (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns) for p in case.rglob("*") if p.is_file()}
+    run_cli("diagnose", str(case), "--format", "json")
+    run_cli("diagnose", str(case / "console.log"), "-o", str(case / "console.log"))
+    after = {p: (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns) for p in case.rglob("*") if p.is_file()}
+    assert before == after
+
+
+def test_kb_commands():
+    r = run_cli("kb", "list", "--format", "json")
+    rows = json.loads(r.stdout)
+    assert len(rows) >= 30
+    assert set(rows[0]) == {"id", "title", "class", "severity", "tags"}
+    r = run_cli("kb", "show", "asymmetric-compile-collective-desync")
+    assert r.returncode == 0 and "dynamic=False" in r.stdout.decode()
+    r = run_cli("kb", "search", "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 3b000")
+    assert r.returncode == 0 and "duplicate" in r.stdout.decode().splitlines()[0]
+    r = run_cli("kb", "show", "no-such-entry")
+    assert r.returncode == 2
+
+
+def test_torchrun_logdir_tree(tmp_path):
+    r = run_cli("diagnose", str(SCENARIOS / "lab" / "straggler-rank0" / "logs"), "--format", "json")
+    d = json.loads(r.stdout)
+    assert d["diagnoses"][0]["class"] == "straggler-timeout"
+    assert d["diagnoses"][0]["initiating_rank"] == 0
+    assert d["ranks"]["seen"] == [0, 1, 2, 3]
