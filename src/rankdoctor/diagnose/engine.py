@@ -194,7 +194,9 @@ def _cause_candidates(kb, events, coll, accused, exits) -> list[Candidate]:
     absent = set(coll.culprits) if coll and coll.kind == "absent" else set()
     desync_culprits = set(coll.culprits) if coll and coll.kind == "desync" else set()
     earliest_ts = min((e.ts for e in events if e.role == "cause" and e.ts is not None), default=None)
-    symptom_ranks = {e.rank for e in events if e.role == "symptom" and e.rank is not None}
+    # ranks that themselves report waiting for, or losing, a peer (the launcher's exit lines
+    # about a rank do not count: they say how it ended, not what it saw)
+    symptom_ranks = {e.rank for e in events if e.role == "symptom" and e.rank is not None and "launcher" not in e.captures}
     # ranks that print a traceback of their own but never report waiting for a peer
     own_failures: dict[int, float | None] = {}
     for e in events:
@@ -231,8 +233,11 @@ def _cause_candidates(kb, events, coll, accused, exits) -> list[Candidate]:
             notes.append(f"peers corroborate rank {initiating}: it is the rank they lost or waited for")
         if earliest_ts is not None and evs[0].ts is not None and evs[0].ts <= earliest_ts:
             score += 0.03
-        if initiating is not None and exits.get(initiating) and exits[initiating].exitcode in COLLATERAL_EXITS:
-            score -= 0.1  # the launcher shows this rank was taken down, not failing by itself
+        rec = exits.get(initiating) if initiating is not None else None
+        if rec and (rec.exitcode == -15 or (rec.exitcode == -6 and initiating in symptom_ranks)):
+            # SIGTERM from the launcher, or the NCCL watchdog's abort after a timeout on this
+            # rank: it was taken down, not failing by itself
+            score -= 0.1
         if weight < 0.8 and ranks and all(r in symptom_ranks for r in ranks):
             # only an exit status, on ranks that themselves report a lost peer or a timeout:
             # they died of the collective failure, not of their own
@@ -486,8 +491,14 @@ def _evidence(c: Candidate, events: list[Event], initiating: int | None) -> list
     # the initiating rank's own lines first, then by role, then time
     role_rank = {"trace": 0, "cause": 0, "context": 1, "tail": 1, "symptom": 2}
     ordered.sort(key=lambda e: (0 if (initiating is not None and e.rank == initiating) else 1, role_rank.get(e.role, 3), _key(e)))
+    seen_lines: set[tuple[str, int]] = set()
+    unique = []
+    for ev in ordered:  # one evidence item per log line, whatever matched it
+        if (ev.source, ev.line) not in seen_lines:
+            seen_lines.add((ev.source, ev.line))
+            unique.append(ev)
     out: list[Evidence] = []
-    for ev, n, ranks in _group(ordered)[:MAX_EVIDENCE]:
+    for ev, n, ranks in _group(unique)[:MAX_EVIDENCE]:
         role = {"trace": "cause", "tail": "context"}.get(ev.role, ev.role)
         sig = f"{ev.entry}/{ev.signature}" if ev.entry else ev.signature
         out.append(Evidence(ev.source, ev.line, ev.rank, ev.time, ev.text, sig, role, n, ranks))
@@ -528,7 +539,7 @@ def _finding(kb, c: Candidate, events: list[Event], coll, exits, seen: set[int])
         msg = _PREFIX_MASK.sub("", first.text).strip()
         if len(msg) > 240:
             msg = msg[:240] + " …"
-        parts.append(f"{where or 'A rank'} failed first: “{msg}”.")
+        parts.append(f"{(where or 'a rank').capitalize()} failed first: “{msg}”.")
     elif c.kind == "desync":
         parts.append(f"The ranks are in different collectives: {c.notes[0]}." + (f" {where.capitalize()} is the odd one out." if where else ""))
     elif c.kind == "absent":
@@ -542,7 +553,10 @@ def _finding(kb, c: Candidate, events: list[Event], coll, exits, seen: set[int])
     else:
         parts.append("Only collateral symptoms were found (timeouts, aborts); the originating rank's own error is not in these logs.")
     if collateral and init is not None:
-        parts.append(f"Ranks {compress_ranks(collateral)} only show collateral damage.")
+        if len(collateral) == 1:
+            parts.append(f"Rank {collateral[0]} only shows collateral damage.")
+        else:
+            parts.append(f"Ranks {compress_ranks(collateral)} only show collateral damage.")
     parts.append(" ".join(entry.summary.split()))
     root_cause = " ".join(parts)
 

@@ -134,6 +134,7 @@ def attribute_events(events: list[Event], summary: LauncherSummary) -> None:
                     ev.local_rank = r.local_rank
                 ev.host = r.host or ev.host
                 ev.captures.setdefault("exitcode", str(r.exitcode) if r.exitcode is not None else "")
+                ev.captures["launcher"] = "1"  # printed by the launcher about this rank, not by the rank
                 break
 
 

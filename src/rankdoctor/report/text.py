@@ -45,21 +45,19 @@ def render_text(d: Diagnosis, console: Console, verbose: bool = False) -> None:
     head.add_row("Why", escape(top.root_cause))
     console.print(Panel(head, title="diagnosis", title_align="left", border_style=_STYLE[d.verdict].split()[-1]))
 
-    ev = Table(title="evidence", title_justify="left", show_lines=False, expand=True)
-    ev.add_column("where", overflow="fold", ratio=2)
-    ev.add_column("rank", justify="right")
-    ev.add_column("role")
-    ev.add_column("line", overflow="fold", ratio=6)
+    ev = Table(title="evidence", title_justify="left", show_lines=True, expand=True, box=None, padding=(0, 1))
+    ev.add_column("rank", justify="right", no_wrap=True)
+    ev.add_column("role", no_wrap=True)
+    ev.add_column("where / line", overflow="fold", ratio=1)
     for e in top.evidence:
-        more = ""
+        where = f"{e.source}:{e.line}" + (f"  {e.time}" if e.time else "")
         if e.repeats:
-            more = f"\n(+{e.repeats} similar" + (f", ranks {compress_ranks(e.repeat_ranks)}" if e.repeat_ranks else "") + ")"
+            where += f"  (+{e.repeats} similar" + (f" on ranks {compress_ranks(e.repeat_ranks)}" if e.repeat_ranks else "") + ")"
         text = e.text if len(e.text) <= 400 else e.text[:400] + " …"
         ev.add_row(
-            f"{e.source}:{e.line}" + (f"\n{e.time}" if e.time else ""),
             "?" if e.rank is None else str(e.rank),
             Text(e.role, style=_ROLE.get(e.role, "")),
-            Text(text + more),
+            Text.assemble((where, "dim"), "\n", text),
         )
     console.print(ev)
 
