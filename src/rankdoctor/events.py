@@ -47,6 +47,7 @@ class Fact:
     time: str | None = None
     ts: float | None = None
     captures: dict[str, str] = field(default_factory=dict)
+    context: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -238,9 +238,10 @@ class Scanner:
                 caps = {k: v for k, v in m.groupdict().items() if v is not None}
                 shown = seg if len(seg) <= MAX_TEXT else seg[:MAX_TEXT] + " …"
                 if pat.kind == "fact":
-                    result.facts.append(
-                        Fact(pat.signature, name, lineno, shown, attr.rank, attr.local_rank, attr.host, attr.time, attr.ts, caps)
-                    )
+                    fact = Fact(pat.signature, name, lineno, shown, attr.rank, attr.local_rank, attr.host, attr.time, attr.ts, caps)
+                    if pat.signature == "py-exception":
+                        fact.context = _lines_before(chunk, start, tail)
+                    result.facts.append(fact)
                     break
                 rank = _int(caps.get("rank"), attr.rank)
                 ev = Event(

@@ -24,6 +24,7 @@ from ..kb.model import Entry
 from .collectives import CollectiveFinding, analyse, compress_ranks
 from .launcher import LauncherSummary, attribute_events, read_launcher
 from .model import Diagnosis, Evidence, Finding, InputInfo
+from .traceback import user_call_site
 
 DIAGNOSED_AT = 0.5  # confidence from which a finding is reported as diagnosed
 MAX_EVIDENCE = 12
@@ -126,7 +127,7 @@ def _fact_events(scan: ScanResult) -> list[Event]:
     out = []
     for f in scan.facts:
         if f.fact in ("py-exception", "py-traceback"):
-            out.append(Event("", f.fact.replace("py-", "python-"), "trace", f.source, f.line, f.text, f.rank, f.local_rank, f.host, None, None, f.time, f.ts, dict(f.captures)))
+            out.append(Event("", f.fact.replace("py-", "python-"), "trace", f.source, f.line, f.text, f.rank, f.local_rank, f.host, None, None, f.time, f.ts, dict(f.captures), list(f.context)))
     for f in scan.tails:
         out.append(Event("", "last-line", "tail", f.source, f.line, f.text, f.rank, f.local_rank, f.host, None, None, f.time, f.ts, {}))
     return out
@@ -558,6 +559,12 @@ def _finding(kb, c: Candidate, events: list[Event], coll, exits, seen: set[int])
         else:
             parts.append(f"Ranks {compress_ranks(collateral)} only show collateral damage.")
     parts.append(" ".join(entry.summary.split()))
+    site = None
+    for e in ([first] if first is not None else []) + [e for e in events if e.role == "trace" and e.rank == init and init is not None]:
+        if e.context and (site := user_call_site(e.context, e.rank)):
+            break
+    if site and c.kind == "cause":
+        parts.insert(1, f"It was raised at {site}.")
     root_cause = " ".join(parts)
 
     missing: list[str] = list(c.missing)

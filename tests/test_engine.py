@@ -1,0 +1,132 @@
+"""Cross-rank reasoning on logs assembled from real line formats (corpus and lab lines,
+with rank numbers varied the way a bigger job prints them)."""
+
+from __future__ import annotations
+
+import re
+
+from rankdoctor.diagnose.collectives import compress_ranks
+from rankdoctor.diagnose.engine import diagnose, fingerprint
+from rankdoctor.diagnose.traceback import user_call_site
+from rankdoctor.scan import scan_text
+
+from .conftest import SCENARIOS
+
+# real formats (../shared/corpus/real/comms-11-peer-crash-funasr-rank2-oom/log.txt)
+OOM = (
+    "[rank{r}]: torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 336.00 MiB. GPU  has a total "
+    "capacity of 79.15 GiB of which 141.25 MiB is free. Process 2109115 has 78.99 GiB memory in use. Of the allocated "
+    "memory 77.21 GiB is allocated by PyTorch, and 283.51 MiB is reserved by PyTorch but unallocated."
+)
+WATCHDOG_NEW = (
+    "[rank{r}]:[E ProcessGroupNCCL.cpp:563] [Rank {r}] Watchdog caught collective operation timeout: "
+    "WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn={n}, NumelOut={n}, Timeout(ms)=600000) ran for 600037 milliseconds before timing out."
+)
+PG_STATUS = (
+    "[rank{r}]:[E709 17:05:38.162814866 ProcessGroupNCCL.cpp:2271] [PG ID 0 PG GUID 0(default_pg) Rank {r}]  failure "
+    "detected by watchdog at work sequence id: {seq} PG status: last enqueued work: {enq}, last completed work: {done}"
+)
+
+
+def _diag(kb, text: str):
+    return diagnose(kb, scan_text(kb, text))
+
+
+def test_thousand_ranks_one_oom(kb):
+    lines = [WATCHDOG_NEW.format(r=r, seq=15734, op="ALLREDUCE", n=220084533) for r in range(1024) if r != 517]
+    lines.insert(300, OOM.format(r=517))
+    d = _diag(kb, "\n".join(lines) + "\n")
+    top = d.diagnoses[0]
+    assert (top.klass, top.initiating_rank) == ("cuda-oom", 517)
+    assert len(top.collateral_ranks) == 1023
+    # 1,023 identical timeouts are one evidence line, not a thousand
+    timeouts = [e for e in top.evidence if "Watchdog caught" in e.text]
+    assert len(timeouts) == 1 and timeouts[0].repeats == 1022
+    assert d.ranks_count == 1024
+
+
+def test_same_collective_everywhere_one_rank_silent_is_a_straggler(kb):
+    lines = [WATCHDOG_NEW.format(r=r, seq=2, op="ALLREDUCE", n=1) for r in range(8) if r != 6]
+    lines.append("[rank7]: some unrelated info line")
+    d = _diag(kb, "\n".join(lines) + "\n")
+    top = d.diagnoses[0]
+    assert top.klass == "straggler-timeout" and top.initiating_rank == 6
+    assert d.verdict == "diagnosed"
+
+
+def test_different_op_at_same_seq_is_a_desync(kb):
+    lines = [WATCHDOG_NEW.format(r=r, seq=77, op="_ALLGATHER_BASE", n=2359296) for r in range(8) if r != 3]
+    lines.append(WATCHDOG_NEW.format(r=3, seq=77, op="BROADCAST", n=80))
+    d = _diag(kb, "\n".join(lines) + "\n")
+    top = d.diagnoses[0]
+    assert (top.klass, top.initiating_rank) == ("collective-desync", 3)
+    assert "odd one out" in top.root_cause
+
+
+def test_last_enqueued_counters_name_the_extra_collective(kb):
+    # rank 0 enqueued one collective more than the others (all report the same SeqNum)
+    lines = [PG_STATUS.format(r=r, seq=11, enq=10, done=10) for r in range(1, 4)]
+    lines.insert(0, PG_STATUS.format(r=0, seq=11, enq=11, done=10))
+    d = _diag(kb, "\n".join(lines) + "\n")
+    top = d.diagnoses[0]
+    assert (top.klass, top.initiating_rank) == ("collective-desync", 0)
+
+
+def test_two_equal_camps_name_no_culprit(kb):
+    lines = [WATCHDOG_NEW.format(r=0, seq=5, op="ALLREDUCE", n=4), WATCHDOG_NEW.format(r=1, seq=5, op="BROADCAST", n=4)]
+    top = _diag(kb, "\n".join(lines) + "\n").diagnoses[0]
+    assert top.klass == "collective-desync" and top.initiating_rank is None
+
+
+def test_srun_prefixed_log(kb):
+    # srun -l puts "N: " in front of every line of task N
+    body = [f"{r}: step 10 loss 2.31" for r in range(4)] * 3
+    body += [f"{r}: " + WATCHDOG_NEW.format(r=r, seq=40, op="ALLREDUCE", n=1024).split(":", 1)[1] for r in (0, 1, 3)]
+    body.append("2: " + OOM.format(r=2).split(": ", 1)[1])
+    d = _diag(kb, "\n".join(body) + "\n")
+    top = d.diagnoses[0]
+    assert (top.klass, top.initiating_rank) == ("cuda-oom", 2)
+
+
+def test_root_cause_block_is_not_trusted_over_the_waiting_ranks(kb):
+    # lab run: torchrun's Root Cause names rank 3, which only timed out first
+    text = (SCENARIOS / "lab" / "straggler-rank0" / "console.log").read_text()
+    assert re.search(r"Root Cause \(first observed failure\):\n\[0\]:\n.*\n.*\n\s+rank\s+: 3", text)
+    top = _diag(kb, text).diagnoses[0]
+    assert (top.klass, top.initiating_rank) == ("straggler-timeout", 0)
+
+
+def test_healthy_nccl_info_and_banners_fire_nothing(kb):
+    lines = []
+    for p in sorted((SCENARIOS / "real").glob("*/log.txt")):
+        for ln in p.read_text(errors="replace").splitlines():
+            if "NCCL INFO" in ln and not re.search(r"->|closed|WARN|error|fail", ln, re.I):
+                lines.append(ln)
+    lines.append(
+        "W0104 13:46:27.896000 80302 torch/distributed/run.py:792] Setting OMP_NUM_THREADS environment variable for each process "
+        "to be 1 in default, to avoid your system being overloaded, please further tune the variable for optimal performance in "
+        "your application as needed."
+    )
+    assert len(lines) > 15
+    d = _diag(kb, "\n".join(lines) + "\n")
+    assert d.verdict == "no-failure-found", [(f.entry, f.evidence[0].text) for f in d.diagnoses]
+
+
+def test_fingerprint_masks_ranks_and_numbers():
+    a = fingerprint(WATCHDOG_NEW.format(r=3, seq=9, op="ALLREDUCE", n=10))
+    b = fingerprint(WATCHDOG_NEW.format(r=700, seq=9, op="ALLREDUCE", n=10))
+    assert a == b
+
+
+def test_compress_ranks():
+    assert compress_ranks([0, 1, 2, 3, 5, 7, 8]) == "0-3,5,7-8"
+
+
+def test_user_call_site_skips_library_frames():
+    ctx = [
+        "[rank2]: Traceback (most recent call last):",
+        '[rank2]:   File "/work/main/lab/exception_rank2.py", line 40, in main',
+        '[rank1]:   File "/other/rank/file.py", line 1, in x',
+        '[rank2]:   File "/opt/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1784, in _call_impl',
+    ]
+    assert user_call_site(ctx, 2) == "/work/main/lab/exception_rank2.py:40 in main"
