@@ -156,3 +156,19 @@ def test_torchrun_logdir_tree(tmp_path):
     assert d["diagnoses"][0]["class"] == "straggler-timeout"
     assert d["diagnoses"][0]["initiating_rank"] == 0
     assert d["ranks"]["seen"] == [0, 1, 2, 3]
+
+
+def test_directory_with_a_binary_and_an_unreadable_file(tmp_path):
+    import shutil
+
+    d = tmp_path / "logs"
+    d.mkdir()
+    shutil.copy(OOM_CASE, d / "rank2.log")
+    (d / "core.png").write_bytes(PNG)
+    bad = d / "locked.log"
+    bad.write_text("x\n")
+    bad.chmod(0)
+    r = run_cli("diagnose", str(d), "--format", "json")
+    assert r.returncode == 1, r.stderr.decode()
+    assert json.loads(r.stdout)["diagnoses"][0]["class"] == "cuda-oom"
+    assert "Traceback" not in r.stderr.decode()

@@ -202,7 +202,10 @@ def expand_inputs(paths: list[str], stdin: BinaryIO | None = None) -> list[Sourc
                     if not fp.is_file():
                         continue
                     found = True
-                    sources.extend(_file_sources(fp, str(fp)))
+                    try:
+                        sources.extend(_file_sources(fp, str(fp)))
+                    except InputError as exc:  # one bad file in a folder: skip it, say so
+                        sources.append(Source(str(fp), lambda: io.BytesIO(b""), 0, [str(exc) + "; skipped"]))
             if not found:
                 raise InputError(f"{given}: directory has no files")
             continue
