@@ -190,6 +190,19 @@ def kb_search(text: str = typer.Argument(..., help="Words, or a pasted log line.
         typer.echo(f"{e.id:48s} {e.class_:24s} {why}")
 
 
+@app.command()
+def site(out_dir: Path = typer.Argument(..., help="Folder to write the static encyclopedia into.")) -> None:
+    """Build the static encyclopedia: index by class and system, a page per entry, the NCCL
+    error hub, and a search that works offline."""
+    kb = _load_kb(None)
+    from .site.build import build_site
+
+    if out_dir.exists() and not out_dir.is_dir():
+        _fail(f"{out_dir}: not a directory")
+    files = build_site(kb, out_dir)
+    typer.echo(f"wrote {len(files)} files to {out_dir}/ — open {out_dir / 'index.html'}")
+
+
 def main() -> None:
     try:
         app()

@@ -28,6 +28,9 @@ CONTEXT_BYTES = 16 << 10
 _SAMPLE_LINES = 400
 TAIL_LINES = 200  # lines at the end of each source read for "last sign of life"  # lines per chunk sampled for rank prefixes
 _INTERLEAVED = re.compile(r"(?<=\S)(?=\[rank\d+\]:)")
+# PyTorch C++ messages name their rank inside the message: "[Rank 1] ..." (older releases,
+# default group) or "[PG ID 0 PG GUID 0(default_pg) Rank 1]" / "[PG 0 (default_pg) Rank 1]".
+_IN_MESSAGE_RANK = re.compile(r"\[(?:PG ID 0 PG GUID 0\(default_pg\) |PG 0 \(default_pg\) )?Rank (\d+)\]")
 
 
 def to_hs(regex: str) -> bytes:
@@ -244,6 +247,8 @@ class Scanner:
                     result.facts.append(fact)
                     break
                 rank = _int(caps.get("rank"), attr.rank)
+                if rank is None and (rm := _IN_MESSAGE_RANK.search(seg)):
+                    rank = int(rm.group(1))
                 ev = Event(
                     entry=pat.entry,
                     signature=pat.signature,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from ..events import Event, ScanResult
 from ..kb.loader import KnowledgeBase
 from ..kb.model import Entry
-from .collectives import CollectiveFinding, analyse, compress_ranks
+from .collectives import CollectiveFinding, _minority, analyse, compress_ranks
 from .launcher import LauncherSummary, attribute_events, read_launcher
 from .model import Diagnosis, Evidence, Finding, InputInfo
 from .traceback import user_call_site
@@ -133,8 +133,25 @@ def _fact_events(scan: ScanResult) -> list[Event]:
     return out
 
 
+def _escalate_repeats(kb: KnowledgeBase, events: list[Event]) -> None:
+    """A line that is harmless once (an overflow skip) is a failure when it keeps coming."""
+    counts: dict[tuple[str, str], int] = {}
+    for e in events:
+        counts[(e.entry, e.signature)] = counts.get((e.entry, e.signature), 0) + 1
+    for e in events:
+        try:
+            n = kb.get(e.entry).signature(e.signature).repeat_cause
+        except KeyError:
+            continue
+        if n and counts[(e.entry, e.signature)] >= n and e.role != "cause":
+            e.role = "cause"
+            e.captures["repeats"] = str(counts[(e.entry, e.signature)])
+
+
 def diagnose(kb: KnowledgeBase, scan: ScanResult) -> Diagnosis:
-    events = _dedupe(scan.events) + _fact_events(scan)
+    events = _dedupe(scan.events)
+    _escalate_repeats(kb, events)
+    events += _fact_events(scan)
     summary = read_launcher(scan.facts)
     attribute_events(events, summary)
     _map_local_ranks(events, summary, scan)
@@ -144,7 +161,7 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult) -> Diagnosis:
     ranks_count = world_size or (max(seen) + 1 if seen else 0)
 
     alarming = [e for e in events if e.role in ("cause", "symptom")]
-    if not alarming:
+    if not alarming and not _fingerprint_candidate(kb, events):
         return Diagnosis("no-failure-found", [], ranks_count, sorted(seen), inputs, warnings)
 
     expected: set[int] | None = None
@@ -218,9 +235,23 @@ def _cause_candidates(kb, events, coll, accused, exits) -> list[Candidate]:
         notes: list[str] = []
         ranks = sorted({e.rank for e in evs if e.rank is not None})
         initiating: int | None = None
-        if entry.scope.value == "rank":
+        votes: dict[int, int] = {}
+        for e in evs:
+            pr = e.cap_int("peer_rank")
+            if pr is not None and pr != e.rank:
+                votes[pr] = votes.get(pr, 0) + 1
+        if votes and entry.scope.value == "rank":
+            # the lines name another rank (e.g. "Rank 1 is running X, but Rank 2 is running Y"):
+            # the rank most often named by its peers is the odd one, if the vote is clear
+            order = sorted(votes.items(), key=lambda kv: -kv[1])
+            clear = order[0][1] >= 2 and (len(order) == 1 or order[0][1] > order[1][1])
+            initiating = order[0][0] if clear else None
+            notes.append(
+                f"rank {initiating} is named by {order[0][1]} peers" if clear else "the ranks name each other; the logs do not say which one deviated"
+            )
+        elif entry.scope.value == "rank":
             initiating = _pick_initiating(evs, ranks, accused, absent | desync_culprits, symptom_ranks, notes)
-            if initiating is not None and initiating not in accused and initiating not in absent:
+            if initiating is not None and not votes and initiating not in accused and initiating not in absent:
                 first_ts = evs[0].ts if evs[0].ts is not None else math.inf
                 rivals = [r for r, t in own_failures.items() if r != initiating and not (first_ts < (t if t is not None else math.inf))]
                 if rivals:
@@ -228,6 +259,11 @@ def _cause_candidates(kb, events, coll, accused, exits) -> list[Candidate]:
                         f"rank(s) {compress_ranks(rivals)} also failed with their own traceback and the logs do not tell which came first"
                     )
                     initiating = None
+        if entry.scope.value == "job" and len(ranks) == 1 and ranks[0] not in symptom_ranks and symptom_ranks - {ranks[0]}:
+            # a failure that could happen on any rank happened on one, and the others were
+            # left waiting for it: that one rank is where this run started failing
+            initiating = ranks[0]
+            notes.append(f"only rank {initiating} failed; ranks {compress_ranks(symptom_ranks)} were left waiting")
         corroborated = initiating is not None and (initiating in accused or initiating in absent)
         if corroborated:
             score += 0.05
@@ -371,6 +407,12 @@ def _cross_rank_candidates(kb, events, coll: CollectiveFinding | None, accused, 
             out.append(Candidate(entry, 0.45, None, lost[:6], [note], [
                 f"Which of ranks {compress_ranks(silent)} died first and how: the launcher's console output (exit codes, signals) or `dmesg -T` on their hosts. "
                 "Run: torchrun --tee 3 ... 2>&1 | tee console.log"], kind="dead-peer"))
+    # TORCH_DISTRIBUTED_DEBUG=DETAIL logs every collective each rank enters: if the ranks'
+    # last ones disagree, that is where they parted, even when no timeout was printed yet
+    if not out and not strong_causes and (coll is None or coll.kind != "desync"):
+        fp = _fingerprint_candidate(kb, events)
+        if fp:
+            out.append(fp)
     # peers naming a dead rank, without timeout reports that tell more
     if accused and not any(c.kind == "dead-peer" for c in out):
         named = sorted(accused)
@@ -409,6 +451,24 @@ def _cross_rank_candidates(kb, events, coll: CollectiveFinding | None, accused, 
                 note = f"{len(ctx)} context line(s) on rank(s) {compress_ranks(ctx_ranks) if ctx_ranks else '?'} point to {entry.title.lower()}"
                 out.append(Candidate(entry, min(score, 0.75), r, ctx + timeouts[:4], [note], kind="context"))
     return out
+
+
+def _fingerprint_candidate(kb: KnowledgeBase, events: list[Event]) -> Candidate | None:
+    fps = [e for e in events if e.role == "context" and e.rank is not None and e.cap_int("seq") is not None and e.captures.get("op")]
+    if len({e.rank for e in fps}) < 2:
+        return None
+    last: dict[int, Event] = {}
+    for e in sorted(fps, key=lambda e: (e.cap_int("seq"), e.source, e.line)):
+        last[e.rank] = e  # type: ignore[index]
+    shape = {r: (e.captures.get("op"), e.captures.get("value")) for r, e in last.items()}
+    if len(set(shape.values())) < 2:
+        return None
+    culprits, clear = _minority(shape)  # type: ignore[arg-type]
+    detail = "; ".join(f"rank {r}: SeqNum={e.captures.get('seq')} {e.captures.get('op')} {e.captures.get('value') or ''}".strip() for r, e in sorted(last.items()))
+    entry, ctx = _best_explainer(kb, "desync", events, "collective-sequence-mismatch")
+    r = culprits[0] if clear and len(culprits) == 1 else None
+    evs = [last[x] for x in sorted(last, key=lambda x: (x not in culprits, x))]
+    return Candidate(entry, 0.55 if clear else 0.5, r, evs, [f"the last collective each rank entered differs ({detail})"], kind="desync")
 
 
 def _refine(kb: KnowledgeBase, c: Candidate, events: list[Event]) -> Candidate:

@@ -82,6 +82,11 @@ class Signature(_Strict):
     regex: str
     ignore_case: bool = False
     weight: float = Field(default=1.0, gt=0.0, le=1.0, description="how strongly one hit supports the entry")
+    repeat_cause: int | None = Field(
+        default=None,
+        ge=2,
+        description="a context/symptom line that becomes a cause when it repeats this many times (e.g. overflow skips every step)",
+    )
     description: str = ""
 
     @field_validator("regex")

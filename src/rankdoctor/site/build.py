@@ -1,0 +1,137 @@
+"""Render the encyclopedia to static HTML (no external assets, works from file://)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from ..kb.loader import KnowledgeBase
+from ..kb.model import Entry
+from ..kb.taxonomy import CLASSES
+
+HERE = Path(__file__).parent
+_ENV_VAR = re.compile(r"\b(?:TORCH_NCCL|TORCH_FR|TORCH_DISTRIBUTED|TORCHELASTIC|NCCL|CUDA|PYTORCH_CUDA|TORCH)_[A-Z0-9_]+\b")
+_NCCL_KEYS = ("NCCL_DEBUG", "NCCL_SOCKET_IFNAME", "NCCL_IB_", "NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "TORCH_NCCL_", "TORCH_FR_")
+
+
+def _env() -> Environment:
+    env = Environment(
+        loader=PackageLoader("rankdoctor.site", "templates"),
+        autoescape=select_autoescape(["html"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["squash"] = lambda s: " ".join(str(s).split())
+    return env
+
+
+def js_regex(rx: str) -> str:
+    """Python named groups in the syntax JavaScript reads."""
+    return re.sub(r"\(\?P<", "(?<", rx)
+
+
+def env_vars(entry: Entry) -> list[str]:
+    text = " ".join(
+        [entry.verify]
+        + [s.text + " " + (s.command or "") for s in (*entry.confirm, *entry.fix)]
+        + ([entry.missing.command] if entry.missing else [])
+        + [c.code for c in entry.code]
+        + list(entry.prevention)
+    )
+    return sorted(set(_ENV_VAR.findall(text)))
+
+
+@dataclass
+class ResultCode:
+    code: int
+    name: str
+    text: str
+    meaning: str
+    entries: list[Entry]
+
+
+def nccl_results(kb: KnowledgeBase) -> list[ResultCode]:
+    rows = yaml.safe_load((HERE / "nccl_results.yaml").read_text(encoding="utf-8"))
+    out = []
+    for r in rows:
+        needle = r["text"].lower()
+        hits = [
+            e
+            for e in kb
+            if any(needle in x.text.lower() for x in e.examples.match) or needle in " ".join(e.observe).lower()
+        ]
+        out.append(ResultCode(r["code"], r["name"], r["text"], r["meaning"], sorted(hits, key=lambda e: e.id)))
+    return out
+
+
+def build_site(kb: KnowledgeBase, out: Path) -> list[Path]:
+    """Write the site into ``out``; return the files written."""
+    env = _env()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "entries").mkdir(exist_ok=True)
+    written: list[Path] = []
+    entries = sorted(kb, key=lambda e: e.id)
+    by_class: dict[str, list[Entry]] = defaultdict(list)
+    by_system: dict[str, list[Entry]] = defaultdict(list)
+    for e in entries:
+        by_class[e.class_].append(e)
+        for s in e.systems:
+            by_system[s].append(e)
+    common = {"classes": CLASSES, "n_entries": len(entries)}
+
+    def write(rel: str, template: str, root: str, **ctx) -> None:
+        p = out / rel
+        p.write_text(env.get_template(template).render(root=root, **common, **ctx), encoding="utf-8")
+        written.append(p)
+
+    write("index.html", "index.html", "", by_class=by_class, by_system=dict(sorted(by_system.items())))
+    for e in entries:
+        related = [kb.get(r) for r in sorted(kb.related_to(e.id)) if r in kb]
+        write(f"entries/{e.id}.html", "entry.html", "../", e=e, related=related, env_vars=env_vars(e))
+    nccl = [e for e in entries if "nccl" in e.systems]
+    env_index: dict[str, list[Entry]] = defaultdict(list)
+    for e in entries:
+        for v in env_vars(e):
+            if v.startswith(("NCCL_", "TORCH_NCCL_", "TORCH_FR_", "TORCH_DISTRIBUTED_")):
+                env_index[v].append(e)
+    last_error = [
+        (e, x.text)
+        for e in nccl
+        for x in e.examples.match
+        if "Last error" in x.text or "NCCL WARN" in x.text
+    ]
+    write(
+        "nccl.html",
+        "nccl.html",
+        "",
+        results=nccl_results(kb),
+        nccl=nccl,
+        env_index=dict(sorted(env_index.items())),
+        last_error=last_error,
+    )
+    index = [
+        {
+            "id": e.id,
+            "title": e.title,
+            "class": e.class_,
+            "systems": e.systems,
+            "tags": e.tags,
+            "summary": " ".join(e.summary.split()),
+            "signatures": [{"re": js_regex(s.regex), "i": s.ignore_case} for s in e.signatures],
+        }
+        for e in entries
+    ]
+    p = out / "search-index.js"
+    p.write_text("window.RANKDOCTOR_INDEX = " + json.dumps(index, ensure_ascii=False, sort_keys=True) + ";\n", encoding="utf-8")
+    written.append(p)
+    for asset in sorted((HERE / "static").iterdir()):
+        shutil.copyfile(asset, out / asset.name)
+        written.append(out / asset.name)
+    return written
