@@ -130,6 +130,15 @@ class TinyNet(nn.Module):
         return self.fc2(self.act(self.fc1(x)))
 
 
+def train_step(model: nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """One plain optimizer step on an MSE loss (DDP's gradient all_reduce runs in backward)."""
+    loss = nn.functional.mse_loss(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    return loss
+
+
 def batches(rank: int, n: int, bs: int = 8, d_in: int = 16, d_out: int = 4):
     """Deterministic per-rank synthetic regression batches."""
     g = torch.Generator().manual_seed(1000 + rank)

@@ -14,7 +14,7 @@ from torch.distributed.elastic.multiprocessing.errors import record
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, Dataset
 
-from _common import TinyNet, dump_fr, log, setup
+from _common import TinyNet, dump_fr, log, setup, train_step
 
 
 class SyntheticDataset(Dataset):
@@ -39,10 +39,7 @@ def main():
     loader = DataLoader(SyntheticDataset(rank), batch_size=8, num_workers=2)
     try:
         for step, (x, y) in enumerate(loader):
-            loss = torch.nn.functional.mse_loss(model(x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            loss = train_step(model, opt, x, y)
             log.info("rank %d step %d loss %.4f", rank, step, loss.item())
     except BaseException:
         dump_fr("exception")

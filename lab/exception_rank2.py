@@ -11,7 +11,7 @@ import torch
 from torch.distributed.elastic.multiprocessing.errors import record
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from _common import TinyNet, dump_fr, log, setup
+from _common import TinyNet, dump_fr, log, setup, train_step
 
 
 class ShardedDataset:
@@ -38,10 +38,7 @@ def main():
     try:
         for step in range(20):
             x, y = data.batch(step)
-            loss = torch.nn.functional.mse_loss(model(x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            loss = train_step(model, opt, x, y)
             log.info("rank %d step %d loss %.4f", rank, step, loss.item())
     except BaseException:
         dump_fr("exception")

@@ -13,7 +13,7 @@ import time
 import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from _common import TinyNet, batches, dump_fr, log, setup
+from _common import TinyNet, batches, dump_fr, log, setup, train_step
 
 
 def fetch_sample(step, attempt):
@@ -34,10 +34,7 @@ def main():
                     if attempt % 10 == 0:
                         log.warning("rank 3: sample for step %d still invalid after %d retries",
                                     step, attempt)
-            loss = torch.nn.functional.mse_loss(model(x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            loss = train_step(model, opt, x, y)
             log.info("rank %d step %d loss %.4f", rank, step, loss.item())
     except BaseException:
         dump_fr("exception")

@@ -12,7 +12,7 @@ import signal
 import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from _common import TinyNet, batches, dump_fr, log, setup
+from _common import TinyNet, batches, dump_fr, log, setup, train_step
 
 
 def main():
@@ -25,10 +25,7 @@ def main():
             if rank == 1 and step == 5:
                 hoard.append(torch.empty(64 * 2**20, dtype=torch.uint8))  # "leak"
                 os.kill(os.getpid(), signal.SIGKILL)  # the OOM killer strikes
-            loss = torch.nn.functional.mse_loss(model(x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            loss = train_step(model, opt, x, y)
             log.info("rank %d step %d loss %.4f", rank, step, loss.item())
     except BaseException:
         dump_fr("exception")

@@ -120,3 +120,14 @@ def test_unexampled_signature_rejected(tmp_path, kb):
     data["signatures"] = data["signatures"] + [{"id": "extra", "role": "symptom", "regex": "never seen text"}]
     with pytest.raises(KBError, match="has no `match` example"):
         load_kb(_write_entry(tmp_path, "nccl-peer-connection-closed", data))
+
+
+def test_examples_pointing_at_our_files_are_verbatim(kb):
+    """An example whose source names a captured file in this repo must appear in it."""
+    for e in kb:
+        for ex in [*e.examples.match, *e.examples.no_match]:
+            m = re.search(r"(tests/scenarios/\S+?\.(?:log|txt))", ex.source)
+            if m:
+                path = ROOT / m.group(1)
+                assert path.is_file(), (e.id, m.group(1))
+                assert ex.text in path.read_text(errors="replace"), (e.id, ex.text[:80])

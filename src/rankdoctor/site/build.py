@@ -11,6 +11,7 @@ from pathlib import Path
 
 import yaml
 from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup, escape
 
 from ..kb.loader import KnowledgeBase
 from ..kb.model import Entry
@@ -29,7 +30,14 @@ def _env() -> Environment:
         lstrip_blocks=True,
     )
     env.filters["squash"] = lambda s: " ".join(str(s).split())
+    env.filters["ticks"] = _ticks
     return env
+
+
+def _ticks(text: str) -> Markup:
+    """Escape prose, then show `backticked` spans as inline code."""
+    safe = str(escape(" ".join(str(text).split())))
+    return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", safe))
 
 
 def js_regex(rx: str) -> str:
