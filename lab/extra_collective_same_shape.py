@@ -35,6 +35,7 @@ def main():
             log.info("rank %d step %d err %.6f grad[0] %.6f", rank, step,
                      metrics.sum().item() / world, grad[0].item())
         log.info("rank %d finished", rank)
+        dump_fr("exit")  # every rank leaves its collective history, not only the one that fails
     except BaseException:
         dump_fr("exception")
         raise

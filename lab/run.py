@@ -77,6 +77,13 @@ CASES: dict[str, Case] = {
         [r"step\s+40/40", r"training finished"],
         env=dict(NOISY), expect_ok=True,
     ),
+    "fr-formats": Case(
+        "fr_formats.py", 2, None, None, "healthy",
+        "Healthy 2-rank run with a 4-entry Flight Recorder ring buffer (it wraps); every rank "
+        "dumps its trace as pickle (fr/) and as JSON (fr-json/). Nothing here is a failure.",
+        [r"done: \[1\.0, 1\.0, 1\.0, 1\.0\]"],
+        env={"TORCH_FR_BUFFER_SIZE": "4"}, fr=True, expect_ok=True,
+    ),
     "exception-rank2": Case(
         "exception_rank2.py", 4, "peer-rank-crashed", 2, "python-exception-in-one-rank",
         "Rank 2 of 4 raises IndexError (list index out of range) in its data loading at "
@@ -241,10 +248,10 @@ def run_case(name: str, case: Case, out: str) -> dict:
     logs = os.path.join(cdir, "logs")
 
     lab_env = {"PYTHONUNBUFFERED": "1", "LAB_CASE": name}
-    lab_env.update(case.env)
     if case.fr:
         lab_env.update(FR)
         lab_env["TORCH_FR_DUMP_TEMP_FILE"] = os.path.join(cdir, "fr", "fr_trace_rank_")
+    lab_env.update(case.env)  # a case may override the FR defaults (buffer size)
 
     cmd = [
         sys.executable, "-m", "torch.distributed.run",

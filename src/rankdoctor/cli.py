@@ -28,6 +28,7 @@ class Format(str, Enum):
     text = "text"
     json = "json"
     markdown = "markdown"
+    html = "html"
 
 
 def _fail(msg: str) -> None:
@@ -64,6 +65,7 @@ def diagnose(
     fmt: Format = typer.Option(Format.text, "--format", "-f", help="Output format."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file instead of stdout."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the reasoning steps."),
+    fr: Optional[list[str]] = typer.Option(None, "--fr", help="Flight Recorder dumps (files or folders) to use as evidence; dumps inside the log folders are found on their own."),
     entries: Optional[Path] = typer.Option(None, "--entries", help="Use another knowledge-base directory.", hidden=True),
 ) -> None:
     """Diagnose a failed or hung distributed run from its logs.
@@ -75,22 +77,31 @@ def diagnose(
     from .ingest.sources import InputError, expand_inputs
     from .scan import scan_sources
 
+    from .flightrec.load import DumpError, dumps_near
+
     kb = _load_kb(entries)
     try:
-        sources = expand_inputs(paths)
+        dumps, fr_problems, dump_files = dumps_near(paths, fr)
+        sources = [s for s in expand_inputs(paths) if s.name not in dump_files]
         scan = scan_sources(kb, sources)
-    except InputError as exc:
+    except (InputError, DumpError) as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
         raise typer.Exit(130)
     text_inputs = [i for i in scan.inputs if i.bytes and not any("not a text log" in w for w in i.warnings)]
-    if not text_inputs:
+    if not text_inputs and not dumps:
         reasons = [w for i in scan.inputs for w in i.warnings]
         if reasons:
             _fail(reasons[0])
         names = ", ".join(i.path for i in scan.inputs) or "input"
         _fail(f"{names}: empty input, nothing to diagnose")
-    result = run_diagnosis(kb, scan)
+    fr_report = None
+    if dumps:
+        from .flightrec.analyze import analyze
+
+        fr_report = analyze(dumps)
+    scan.warnings.extend(fr_problems)
+    result = run_diagnosis(kb, scan, fr_report)
     if output and output.exists() and output.resolve() in {Path(p).resolve() for p in paths if p != "-"}:
         _fail(f"{output}: refusing to overwrite an input file")
     if fmt is Format.json:
@@ -101,6 +112,10 @@ def diagnose(
         from .report.markdown import render_markdown
 
         _emit(render_markdown(result), output)
+    elif fmt is Format.html:
+        from .report.html import render_html
+
+        _emit(render_html(result, scan, kb), output)
     else:
         from rich.console import Console
 
@@ -188,6 +203,52 @@ def kb_search(text: str = typer.Argument(..., help="Words, or a pasted log line.
         raise typer.Exit(1)
     for score, e, why in hits[:15]:
         typer.echo(f"{e.id:48s} {e.class_:24s} {why}")
+
+
+@app.command("fr")
+def flight_recorder(
+    paths: list[str] = typer.Argument(..., help="Flight Recorder dump files, or folders holding them (one file per rank)."),
+    fmt: Format = typer.Option(Format.text, "--format", "-f", help="text or json (schema rankdoctor.fr/v1)."),
+    prefix: Optional[str] = typer.Option(None, "--prefix", help="File-name prefix before the rank number (default: inferred)."),
+    rank: Optional[list[int]] = typer.Option(None, "--rank", help="Rank of each dump file, in the order given (overrides file names)."),
+) -> None:
+    """Compare the collectives every rank scheduled and name the rank and call site where
+    they parted. Exit status: 0 consistent, 1 findings, 3 inconclusive, 2 input error."""
+    from .flightrec.analyze import analyze
+    from .flightrec.load import DumpError, load_dumps
+
+    try:
+        dumps, problems = load_dumps(paths, prefix=prefix, ranks=rank or None)
+    except DumpError as exc:
+        _fail(str(exc))
+    if not dumps:
+        _fail(problems[0] if problems else "no Flight Recorder dumps found")
+    report = analyze(dumps)
+    if fmt is Format.json:
+        import json
+
+        typer.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        from rich.console import Console
+
+        from .flightrec.render import render_fr_text
+
+        render_fr_text(report, Console(highlight=False), problems)
+    raise typer.Exit(report.exit_code)
+
+
+@app.command()
+def serve(
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback by default: logs stay on this machine)."),
+    port: int = typer.Option(8000, "--port", help="Port to listen on."),
+    max_upload_mb: float = typer.Option(200.0, "--max-upload-mb", help="Largest request body accepted (413 above it)."),
+) -> None:
+    """Run the local web app: paste or drop logs, see the diagnosis and the per-rank
+    timeline, browse the encyclopedia. Nothing is fetched from the internet."""
+    kb = _load_kb(None)
+    from .web.app import serve as run_server
+
+    run_server(kb, host=host, port=port, max_upload_bytes=int(max_upload_mb * 1024 * 1024))
 
 
 @app.command()

@@ -82,9 +82,17 @@ def evidence_paths(case: Path) -> list[str]:
     return paths
 
 
-def run_case(kb: KnowledgeBase, scanner: Scanner, case: Path, paths: list[str] | None = None) -> Outcome:
+def run_case(kb: KnowledgeBase, scanner: Scanner, case: Path, paths: list[str] | None = None, use_fr: bool = True) -> Outcome:
+    """Diagnose one case as `rankdoctor diagnose <evidence>` would, Flight Recorder dumps
+    in the case folder included (``use_fr=False``: logs only)."""
+    from .flightrec.analyze import analyze
+    from .flightrec.load import dumps_near
+
     label = read_label(case)
-    d = diagnose(kb, scan_sources(kb, expand_inputs(paths or evidence_paths(case)), scanner))
+    paths = paths or evidence_paths(case)
+    dumps, _, dump_files = dumps_near([str(case)]) if use_fr else ([], [], set())
+    sources = [s for s in expand_inputs(paths) if s.name not in dump_files]
+    d = diagnose(kb, scan_sources(kb, sources, scanner), analyze(dumps) if dumps else None)
     top = d.diagnoses[0] if d.diagnoses else None
     return Outcome(
         case.name,

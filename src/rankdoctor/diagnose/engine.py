@@ -26,6 +26,9 @@ from .launcher import LauncherSummary, attribute_events, read_launcher
 from .model import Diagnosis, Evidence, Finding, InputInfo
 from .traceback import user_call_site
 
+if False:  # typing only
+    from ..flightrec.analyze import FRReport
+
 DIAGNOSED_AT = 0.5  # confidence from which a finding is reported as diagnosed
 MAX_EVIDENCE = 12
 COLLATERAL_EXITS = {-15, -6}  # SIGTERM from the launcher, SIGABRT from the NCCL watchdog
@@ -148,7 +151,7 @@ def _escalate_repeats(kb: KnowledgeBase, events: list[Event]) -> None:
             e.captures["repeats"] = str(counts[(e.entry, e.signature)])
 
 
-def diagnose(kb: KnowledgeBase, scan: ScanResult) -> Diagnosis:
+def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None) -> Diagnosis:
     events = _dedupe(scan.events)
     _escalate_repeats(kb, events)
     events += _fact_events(scan)
@@ -160,8 +163,11 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult) -> Diagnosis:
     warnings = [w for i in scan.inputs for w in i.warnings] + scan.warnings
     ranks_count = world_size or (max(seen) + 1 if seen else 0)
 
+    fr_events = _fr_events(fr) if fr else []
+    events += fr_events
     alarming = [e for e in events if e.role in ("cause", "symptom")]
-    if not alarming and not _fingerprint_candidate(kb, events):
+    fr_says = fr is not None and fr.verdict in ("mismatch", "hang")
+    if not alarming and not fr_says and not _fingerprint_candidate(kb, events):
         return Diagnosis("no-failure-found", [], ranks_count, sorted(seen), inputs, warnings)
 
     expected: set[int] | None = None
@@ -173,8 +179,11 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult) -> Diagnosis:
     coll = analyse(events, expected)
     accused = _accused(events)
     exits = summary.by_rank()
-    cands = _cause_candidates(kb, events, coll, accused, exits)
+    fr_culprits = set(fr.culprit_ranks()) if fr else set()
+    cands = _cause_candidates(kb, events, coll, accused, exits, fr_culprits)
     cands += _cross_rank_candidates(kb, events, coll, accused, cands, exits, expected)
+    if fr:
+        cands += _fr_candidates(kb, fr, events, cands)
     cands += _symptom_candidates(kb, events, cands, coll)
     cands = [_refine(kb, c, events) for c in cands]
 
@@ -204,7 +213,7 @@ def _sig_weight(kb: KnowledgeBase, ev: Event) -> float:
         return 1.0
 
 
-def _cause_candidates(kb, events, coll, accused, exits) -> list[Candidate]:
+def _cause_candidates(kb, events, coll, accused, exits, fr_culprits=frozenset()) -> list[Candidate]:
     by_entry: dict[str, list[Event]] = {}
     for ev in events:
         if ev.role == "cause":
@@ -264,7 +273,7 @@ def _cause_candidates(kb, events, coll, accused, exits) -> list[Candidate]:
             # left waiting for it: that one rank is where this run started failing
             initiating = ranks[0]
             notes.append(f"only rank {initiating} failed; ranks {compress_ranks(symptom_ranks)} were left waiting")
-        corroborated = initiating is not None and (initiating in accused or initiating in absent)
+        corroborated = initiating is not None and (initiating in accused or initiating in absent or initiating in fr_culprits)
         if corroborated:
             score += 0.05
             notes.append(f"peers corroborate rank {initiating}: it is the rank they lost or waited for")
@@ -453,6 +462,48 @@ def _cross_rank_candidates(kb, events, coll: CollectiveFinding | None, accused, 
     return out
 
 
+_FR_ROLE = {"type-mismatch": "cause", "size-mismatch": "cause", "dtype-mismatch": "cause", "extra-collective": "cause"}
+
+
+def _fr_events(fr: "FRReport") -> list[Event]:
+    """Flight Recorder findings as evidence lines: one per rank and finding (role fr-...)."""
+    out = []
+    for f in fr.findings:
+        for rank, v in sorted(f.per_rank.items()):
+            text = (
+                f"[flight recorder] pg {f.process_group} seq {f.seq}: {v.get('op') or '-'} sizes={v.get('sizes')} "
+                f"dtypes={v.get('dtypes')} at {v.get('call_site') or '?'} ({v.get('state')})"
+            )
+            role = "fr-culprit" if rank in f.culprit_ranks else "fr"
+            path = next((p for p in fr.dumps if p.endswith(str(rank))), fr.dumps[0] if fr.dumps else "flight-recorder")
+            line = int(v["record"]) + 1 if isinstance(v.get("record"), int) else (f.seq or 0) + 1
+            out.append(Event("", f"flight-recorder/{f.kind}", role, path, line, text, rank, captures={"finding": f.kind}))
+    return out
+
+
+def _fr_candidates(kb: KnowledgeBase, fr: "FRReport", events: list[Event], cause_cands: list[Candidate]) -> list[Candidate]:
+    """What the collective histories say, weighed against the logs."""
+    out = []
+    fr_evs = [e for e in events if e.role in ("fr", "fr-culprit")]
+    for f in fr.findings:
+        culprit = f.culprit_ranks[0] if len(f.culprit_ranks) == 1 else None
+        evs = [e for e in fr_evs if e.captures.get("finding") == f.kind]
+        if f.kind in _FR_ROLE:
+            entry, ctx = _best_explainer(kb, "desync", events, "collective-sequence-mismatch")
+            score = 0.92 if culprit is not None else 0.8
+            out.append(Candidate(entry, score, culprit, evs + ctx, [f"Flight Recorder: {f.detail}"], kind="fr-desync"))
+        elif f.kind in ("lagging", "stuck") and f.culprit_ranks:
+            if any(c.initiating in f.culprit_ranks and c.score >= DIAGNOSED_AT for c in cause_cands):
+                continue  # the logs already name what happened to that rank; FR corroborates it
+            if culprit is not None and (crashed := _crashed_with_exception(kb, culprit, events, evs, f"Flight Recorder: {f.detail}")):
+                out.append(crashed)
+                continue
+            finding = "straggler" if f.kind == "lagging" else "dead-peer"
+            entry, ctx = _best_explainer(kb, finding, events, "rank-zero-straggler" if finding == "straggler" else "worker-python-exception")
+            out.append(Candidate(entry, 0.7 if culprit is not None else 0.55, culprit, evs + ctx, [f"Flight Recorder: {f.detail}"], kind="fr-hang"))
+    return out
+
+
 def _fingerprint_candidate(kb: KnowledgeBase, events: list[Event]) -> Candidate | None:
     fps = [e for e in events if e.role == "context" and e.rank is not None and e.cap_int("seq") is not None and e.captures.get("op")]
     if len({e.rank for e in fps}) < 2:
@@ -550,7 +601,7 @@ def _evidence(c: Candidate, events: list[Event], initiating: int | None) -> list
     extra.sort(key=_key)
     ordered = primary + extra
     # the initiating rank's own lines first, then by role, then time
-    role_rank = {"trace": 0, "cause": 0, "context": 1, "tail": 1, "symptom": 2}
+    role_rank = {"trace": 0, "cause": 0, "fr-culprit": 0, "context": 1, "tail": 1, "fr": 1, "symptom": 2}
     ordered.sort(key=lambda e: (0 if (initiating is not None and e.rank == initiating) else 1, role_rank.get(e.role, 3), _key(e)))
     seen_lines: set[tuple[str, int]] = set()
     unique = []
@@ -560,7 +611,7 @@ def _evidence(c: Candidate, events: list[Event], initiating: int | None) -> list
             unique.append(ev)
     out: list[Evidence] = []
     for ev, n, ranks in _group(unique)[:MAX_EVIDENCE]:
-        role = {"trace": "cause", "tail": "context"}.get(ev.role, ev.role)
+        role = {"trace": "cause", "tail": "context", "fr-culprit": "cause", "fr": "context"}.get(ev.role, ev.role)
         sig = f"{ev.entry}/{ev.signature}" if ev.entry else ev.signature
         out.append(Evidence(ev.source, ev.line, ev.rank, ev.time, ev.text, sig, role, n, ranks))
     return out
@@ -607,6 +658,8 @@ def _finding(kb, c: Candidate, events: list[Event], coll, exits, seen: set[int])
         parts.append(f"{c.notes[0].capitalize()}." + (f" {where.capitalize()} was busy elsewhere and never arrived." if where else ""))
     elif c.kind == "dead-peer":
         parts.append(f"Peers lost the connection to {where or 'a rank'}; its process exited without an error of its own in these logs.")
+    elif c.kind in ("fr-desync", "fr-hang"):
+        parts.append(c.notes[0] + ("" if c.notes[0].endswith(".") else ".") + (f" {where.capitalize()} is where the ranks parted." if where else ""))
     elif c.kind == "activity":
         parts.append(c.notes[0].capitalize() + "; the others were waiting for it.")
     elif c.kind == "context":

@@ -179,7 +179,7 @@ class Entry(_Strict):
     missing: MissingFact | None = None
     related: list[str] = Field(default_factory=list)
     references: list[Reference] = Field(min_length=1)
-    code: list[CodeExample] = Field(default_factory=list)
+    code: list[CodeExample] = Field(min_length=1)
     examples: Examples
     todo: list[str] = Field(default_factory=list, description="known gaps, written down")
 

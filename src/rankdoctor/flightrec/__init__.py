@@ -1,0 +1,1 @@
+"""PyTorch Flight Recorder dumps: safe loading and cross-rank analysis."""

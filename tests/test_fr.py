@@ -1,0 +1,164 @@
+"""Flight Recorder: safe loading, cross-rank analysis on the lab's real dumps, the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rankdoctor.flightrec.analyze import analyze
+from rankdoctor.flightrec.load import DumpError, UnsafePickle, load_dump, load_dumps, rank_from_name
+
+from .conftest import SCENARIOS, run_cli
+
+LAB = SCENARIOS / "lab"
+FR_CASES = sorted(p.parent for p in LAB.glob("*/fr") if any(p.iterdir()))
+
+
+def _expected(case: Path) -> dict:
+    return yaml.safe_load((case / "expected.yaml").read_text())
+
+
+@pytest.mark.parametrize("case", FR_CASES, ids=lambda c: c.name)
+def test_lab_dumps_name_the_culprit_and_call_site(case):
+    dumps, problems = load_dumps([str(case / "fr")])
+    report = analyze(dumps)
+    want = _expected(case)
+    if want["class"] is None:
+        assert report.verdict == "consistent", [f.detail for f in report.findings]
+        return
+    assert report.verdict in ("mismatch", "hang")
+    culprits = report.culprit_ranks()
+    if want["initiating_rank"] is None:
+        assert culprits == []
+    else:
+        assert culprits == [want["initiating_rank"]]
+    # every finding shows where in the user's code each rank was
+    sites = [v["call_site"] for f in report.findings for v in f.per_rank.values() if v.get("call_site")]
+    assert sites and all("/lab/" in s for s in sites), sites
+
+
+def test_same_shape_extra_collective_blames_the_rank_that_did_it():
+    # torchfrtrace's "culprit" is "not the first rank"; the call sites show the truth
+    report = analyze(load_dumps([str(LAB / "extra-collective-same-shape" / "fr")])[0])
+    f = next(f for f in report.findings if f.kind == "extra-collective")
+    assert f.culprit_ranks == [1]
+    assert f.per_rank[1]["call_site"].endswith("extra_collective_same_shape.py:23")
+    assert f.per_rank[0]["call_site"].endswith("extra_collective_same_shape.py:28")
+
+
+def test_equal_size_dtype_mismatch_is_found():
+    report = analyze(load_dumps([str(LAB / "dtype-mismatch" / "fr")])[0])
+    f = report.findings[0]
+    assert f.kind == "dtype-mismatch" and "same size" in f.detail
+
+
+def test_json_dumps_and_a_wrapped_ring_buffer():
+    jdir = LAB / "fr-formats" / "fr-json"
+    dumps, problems = load_dumps([str(jdir)])
+    assert [d.rank for d in dumps] == [0, 1] and not problems
+    assert dumps[0].entries[0]["record_id"] > 0  # the 4-entry buffer wrapped
+    report = analyze(dumps)
+    assert report.verdict == "consistent"
+    assert any("wrapped" in n for n in report.notes)
+    pk = analyze(load_dumps([str(LAB / "fr-formats" / "fr")])[0])
+    assert pk.verdict == "consistent"
+
+
+def test_missing_ranks_are_reported_with_what_they_hide():
+    report = analyze(load_dumps([str(LAB / "sigkill-rank1" / "fr")])[0])
+    assert report.ranks_missing == [1]
+    assert report.findings[0].kind == "missing-ranks"
+    stuck = next(f for f in report.findings if f.kind == "stuck")
+    assert stuck.culprit_ranks == [1]
+
+
+def test_rank_from_file_name_and_override(tmp_path):
+    assert rank_from_name("/x/fr_trace_rank_12") == 12
+    assert rank_from_name("/x/nccl_trace_rank_3.json") == 3
+    assert rank_from_name("/x/dump_7", prefix="dump_") == 7
+    src = LAB / "dtype-mismatch" / "fr"
+    a, b = tmp_path / "first", tmp_path / "second"
+    shutil.copy(src / "fr_trace_rank_0", a)
+    shutil.copy(src / "fr_trace_rank_1", b)
+    dumps, _ = load_dumps([str(a), str(b)], ranks=[5, 6])
+    assert [d.rank for d in dumps] == [5, 6]
+    dumps, problems = load_dumps([str(a)])
+    assert dumps == [] and "no rank in the file name" in problems[0]
+
+
+class _Payload:
+    def __init__(self, target: str):
+        self.target = target
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.target}",))
+
+
+def test_malicious_pickle_is_refused_and_never_runs(tmp_path):
+    marker = tmp_path / "pwned"
+    evil = tmp_path / "fr_trace_rank_0"
+    evil.write_bytes(pickle.dumps({"version": "2.10", "entries": [], "x": _Payload(str(marker))}, protocol=4))
+    with pytest.raises(UnsafePickle, match="refused"):
+        load_dump(str(evil))
+    r = run_cli("fr", str(evil))
+    assert r.returncode == 2
+    assert "refused" in r.stderr.decode() and "Traceback" not in r.stderr.decode()
+    r = run_cli("diagnose", str(tmp_path))
+    assert "Traceback" not in r.stderr.decode()
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"", "neither pickle nor JSON"),
+        (b"\x80\x04\x95\x10\x00\x00", "not a readable pickle"),
+        (b'{"version": "2.10"}', "no 'entries' list"),
+        (b"\x89PNG\r\n\x1a\n" + bytes(64), "neither pickle nor JSON"),
+    ],
+)
+def test_bad_dumps_one_line_errors(tmp_path, content, message):
+    p = tmp_path / "fr_trace_rank_0"
+    p.write_bytes(content)
+    with pytest.raises(DumpError, match=message):
+        load_dump(str(p))
+    r = run_cli("fr", str(p))
+    assert r.returncode == 2 and "Traceback" not in r.stderr.decode()
+
+
+def test_fr_cli_json_and_exit_codes():
+    r = run_cli("fr", str(LAB / "extra-collective-same-shape" / "fr"), "--format", "json")
+    assert r.returncode == 1
+    d = json.loads(r.stdout)
+    assert d["schema"] == "rankdoctor.fr/v1" and d["verdict"] == "mismatch"
+    f = d["findings"][0]
+    assert set(f) == {"kind", "process_group", "seq", "op", "culprit_ranks", "detail", "per_rank"}
+    assert set(f["per_rank"]["1"]) == {"op", "sizes", "dtypes", "call_site"}
+    r = run_cli("fr", str(LAB / "fr-formats" / "fr"))
+    assert r.returncode == 0
+    r = run_cli("fr", str(LAB / "extra-collective-same-shape" / "fr" / "fr_trace_rank_1"))
+    assert r.returncode == 3  # one dump: nothing to compare with
+
+
+def test_diagnose_uses_dumps_found_next_to_logs():
+    r = run_cli("diagnose", str(LAB / "extra-collective-same-shape"), "--format", "json")
+    d = json.loads(r.stdout)
+    top = d["diagnoses"][0]
+    assert (top["class"], top["initiating_rank"]) == ("collective-desync", 1)
+    assert any("extra_collective_same_shape.py:23" in e["text"] for e in top["evidence"])
+
+
+def test_diagnose_with_explicit_fr_folder():
+    r = run_cli(
+        "diagnose", str(LAB / "dtype-mismatch" / "console.log"), "--fr", str(LAB / "dtype-mismatch" / "fr"), "--format", "json"
+    )
+    d = json.loads(r.stdout)
+    assert r.returncode == 1 and d["diagnoses"][0]["class"] == "collective-desync"
+    r = run_cli("diagnose", str(LAB / "dtype-mismatch" / "console.log"), "--format", "json")
+    assert json.loads(r.stdout)["verdict"] == "no-failure-found"  # the logs alone show nothing
