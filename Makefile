@@ -8,7 +8,7 @@ LAB_STAMP := $(VENV)/.torch-2.13.0
 SCENARIOS ?= tests/scenarios
 JOBS ?= 2
 
-.PHONY: setup demo test eval lab check-kb clean
+.PHONY: setup demo test eval lab bench-fr check-kb clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,8 +28,8 @@ demo: setup
 	  echo "(exit status $$status: 0 no failure, 1 diagnosed, 3 inconclusive)"; \
 	done; true
 
-## test: the whole suite
-test: setup
+## test: the whole suite (torch 2.13.0 CPU is installed for the live lab tests)
+test: setup $(LAB_STAMP)
 	$(PY) -m pytest -n $(JOBS) -p no:cacheprovider
 
 ## eval: per-class accuracy on a scenario corpus (make eval SCENARIOS=dir)
@@ -47,6 +47,10 @@ $(LAB_STAMP): $(STAMP)
 
 lab: $(LAB_STAMP)
 	$(PY) lab/run.py --out tests/scenarios/lab
+
+## bench-fr: torchfrtrace and `rankdoctor fr` side by side on every lab dump set
+bench-fr: $(LAB_STAMP)
+	$(PY) bench/fr_vs_torchfrtrace.py --out bench/fr_vs_torchfrtrace.md
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache

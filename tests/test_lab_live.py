@@ -1,0 +1,60 @@
+"""A fast subset of the failure lab, run for real: torchrun + gloo on CPU with torch 2.13,
+then `rankdoctor fr` and `rankdoctor diagnose` on what the run left behind."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT, run_cli
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None, reason="torch is not installed (make test installs torch==2.13.0)"
+)
+
+# case -> (class, initiating rank, the user line where the ranks parted or waited)
+LIVE = {
+    "extra-collective-same-shape": ("collective-desync", 1, "extra_collective_same_shape.py:23"),
+    "exception-rank2": ("peer-rank-crashed", 2, "_common.py"),
+    "dtype-mismatch": ("collective-desync", None, "dtype_mismatch.py:25"),
+}
+
+
+@pytest.fixture(scope="module")
+def lab_runs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("lab")
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "lab" / "run.py"), *LIVE, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=ROOT,
+    )
+    assert "captured" in proc.stdout + proc.stderr, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return out
+
+
+@pytest.mark.parametrize("case", list(LIVE))
+def test_fr_and_diagnose_on_a_fresh_run(lab_runs, case):
+    want_class, want_rank, site = LIVE[case]
+    run = lab_runs / case
+    assert (run / "console.log").is_file()
+
+    r = run_cli("fr", str(run / "fr"), "--format", "json")
+    fr = json.loads(r.stdout)
+    assert r.returncode == 1, fr
+    culprits = sorted({c for f in fr["findings"] for c in f["culprit_ranks"]})
+    assert culprits == ([] if want_rank is None else [want_rank])
+    sites = [v["call_site"] or "" for f in fr["findings"] for v in f["per_rank"].values()]
+    assert any(site in s for s in sites), sites
+
+    r = run_cli("diagnose", str(run), "--format", "json")
+    d = json.loads(r.stdout)
+    top = d["diagnoses"][0]
+    assert (top["class"], top["initiating_rank"]) == (want_class, want_rank), top["root_cause"]
+    assert any(site in e["text"] for e in top["evidence"]) or site in top["root_cause"], top["evidence"]
