@@ -18,7 +18,6 @@ import argparse
 import json
 import pickle
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -95,7 +94,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    import torch  # noqa: F401  (fails early with a clear message when torch is absent)
+    import torch  # fails early with a clear message when torch is absent
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -109,7 +108,6 @@ def main() -> int:
             fixed = torchfrtrace(repaired_copy(fr_dir, Path(tmp)))
             ours = rankdoctor_fr(fr_dir)
             rows.append((case.name, f"{want['class'] or 'healthy'} / {want['initiating_rank']}", raw, fixed, ours, problem, want["initiating_rank"]))
-    import torch
 
     lines = [
         f"# torchfrtrace vs rankdoctor fr (torch {torch.__version__}, lab dumps under tests/scenarios/lab)",

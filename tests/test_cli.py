@@ -6,11 +6,10 @@ import gzip
 import hashlib
 import json
 import os
-from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, SCENARIOS, run_cli
+from .conftest import SCENARIOS, run_cli
 
 OOM_CASE = SCENARIOS / "real" / "comms-11-peer-crash-funasr-rank2-oom" / "log.txt"
 DESYNC_CASE = SCENARIOS / "real" / "comms2-10-desync-fsdp-t5-rank0-reduce-vs-allgather" / "log.txt"

@@ -277,7 +277,6 @@ def _analyze_pg(pg: str, by_rank: dict[int, list[Op]], dumps: list[Dump], report
             # happens to look the same (an extra or a skipped one)
             culprits = _minority(sites)
             counts = {r: len([o for o in by_rank[r] if o.pg == pg and not o.p2p]) for r in per}
-            extra = [r for r in culprits if counts[r] > min(counts.values())]
             detail = (
                 f"at seq {seq} every rank runs {per[ranks_in_pg[0]].name} with the same shape, but from different lines: "
                 + "; ".join(f"rank {r} at {op.call_site}" for r, op in sorted(per.items()))
