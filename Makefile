@@ -8,7 +8,7 @@ LAB_STAMP := $(VENV)/.torch-2.13.0
 SCENARIOS ?= tests/scenarios
 JOBS ?= 2
 
-.PHONY: setup demo test eval lab bench-fr check-kb clean
+.PHONY: setup chromium demo test eval lab bench-fr check-kb clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,8 +28,20 @@ demo: setup
 	  echo "(exit status $$status: 0 no failure, 1 diagnosed, 3 inconclusive)"; \
 	done; true
 
+## chromium: the browser the web-app tests drive (apt-get, as root, only when it is missing)
+chromium:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get update -qq && apt-get install -y -qq chromium \
+	      || echo "note: could not install chromium; the browser tests will be skipped"; \
+	  else \
+	    echo "note: /usr/bin/chromium is missing (installing it needs root and apt-get); the browser tests will be skipped"; \
+	  fi; \
+	fi
+
 ## test: the whole suite (torch 2.13.0 CPU is installed for the live lab tests)
-test: setup $(LAB_STAMP)
+test: setup chromium $(LAB_STAMP)
 	$(PY) -m pytest -n $(JOBS) -p no:cacheprovider
 
 ## eval: per-class accuracy on a scenario corpus (make eval SCENARIOS=dir)

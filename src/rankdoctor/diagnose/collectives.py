@@ -112,14 +112,18 @@ def analyse(events: list[Event], expected_ranks: set[int] | None) -> CollectiveF
         absent = sorted(expected_ranks - set(reporting))
         if absent:
             first = reports[reporting[0]]
-            what = f"SeqNum={first.seq}" + (f" {first.op}" if first.op else "") + (
-                f" NumelIn={first.numel_in}" if first.numel_in is not None else ""
-            )
+            if first.seq is not None or first.op:
+                what = "at " + " ".join(
+                    x for x in (f"SeqNum={first.seq}" if first.seq is not None else "", first.op or "",
+                                f"NumelIn={first.numel_in}" if first.numel_in is not None else "") if x
+                )
+            else:
+                what = "in a collective"
             return CollectiveFinding(
                 "absent",
                 absent,
                 reporting,
-                f"ranks {_fmt(reporting)} all time out waiting at {what}; ranks {_fmt(absent)} never report it",
+                f"{ranks_phrase(reporting)} time out waiting {what}; {ranks_phrase(absent)} never report it",
                 0.7,
                 barrier_like,
                 reports,
@@ -129,6 +133,12 @@ def analyse(events: list[Event], expected_ranks: set[int] | None) -> CollectiveF
 
 def _fmt(ranks: list[int]) -> str:
     return compress_ranks(ranks)
+
+
+def ranks_phrase(ranks: list[int] | set[int]) -> str:
+    """'rank 3' or 'ranks 0-2,5'."""
+    rs = sorted(set(ranks))
+    return f"rank {rs[0]}" if len(rs) == 1 else f"ranks {compress_ranks(rs)}"
 
 
 def compress_ranks(ranks: list[int] | set[int]) -> str:

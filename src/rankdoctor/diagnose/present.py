@@ -36,19 +36,35 @@ def _evidence(c: Candidate, events: list[Event], initiating: int | None) -> list
     ordered = primary + extra
     # the initiating rank's own lines first, then by role, then time
     role_rank = {"trace": 0, "cause": 0, "fr-culprit": 0, "context": 1, "tail": 1, "fr": 1, "symptom": 2}
-    ordered.sort(key=lambda e: (0 if (initiating is not None and e.rank == initiating) else 1, role_rank.get(e.role, 3), event_key(e)))
+    ordered.sort(
+        key=lambda e: (
+            0 if (initiating is not None and e.rank == initiating) else 1,
+            role_rank.get(e.role, 3),
+            _is_error_file(e.source),  # torchrun's error.json repeats what stderr said: stderr first
+            event_key(e),
+        )
+    )
     seen_lines: set[tuple[str, int]] = set()
+    said: set[tuple[int | None, str, str]] = set()
     unique = []
     for ev in ordered:  # one evidence item per log line, whatever matched it
-        if (ev.source, ev.line) not in seen_lines:
-            seen_lines.add((ev.source, ev.line))
-            unique.append(ev)
+        if (ev.source, ev.line) in seen_lines:
+            continue
+        if _is_error_file(ev.source) and (ev.rank, ev.entry, ev.signature) in said:
+            continue  # the same rank already said this in its own output
+        seen_lines.add((ev.source, ev.line))
+        said.add((ev.rank, ev.entry, ev.signature))
+        unique.append(ev)
     out: list[Evidence] = []
     for ev, n, ranks in _group(unique)[:MAX_EVIDENCE]:
         role = {"trace": "cause", "tail": "context", "fr-culprit": "cause", "fr": "context"}.get(ev.role, ev.role)
         sig = f"{ev.entry}/{ev.signature}" if ev.entry else ev.signature
         out.append(Evidence(ev.source, ev.line, ev.rank, ev.time, ev.text, sig, role, n, ranks))
     return out
+
+
+def _is_error_file(source: str) -> bool:
+    return source.endswith("error.json")
 
 
 def _step(s) -> str:

@@ -1,0 +1,94 @@
+"""The HTML report: one self-contained file (inline CSS, JS and SVG) for
+``rankdoctor diagnose --format html``. The web app renders the same ``_report.html``
+partial inside its own page, so the two never drift apart."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from jinja2 import BaseLoader, ChoiceLoader, Environment, PackageLoader, select_autoescape
+from markupsafe import Markup, escape
+
+from .. import __version__
+from ..diagnose.collectives import compress_ranks
+from ..diagnose.model import Diagnosis
+from ..events import ScanResult
+from ..kb.loader import KnowledgeBase
+from .timeline import build_timeline
+
+ASSETS = Path(__file__).parent / "templates"
+VERDICT = {
+    "diagnosed": "Diagnosed",
+    "inconclusive": "Inconclusive — the evidence is short",
+    "no-failure-found": "No failure found",
+}
+
+
+def _ticks(text: str) -> Markup:
+    """Escape prose, then show `backticked` spans as inline code."""
+    return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", str(escape(str(text)))))
+
+
+def _ranks(ranks: list[int]) -> str:
+    return compress_ranks(ranks) if ranks else "—"
+
+
+def make_env(*extra: BaseLoader) -> Environment:
+    """A Jinja environment that sees the report templates (after any ``extra`` loaders)."""
+    env = Environment(
+        loader=ChoiceLoader([*extra, PackageLoader("rankdoctor.report", "templates")]),
+        autoescape=select_autoescape(["html", "svg"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["ticks"] = _ticks
+    env.filters["ranks"] = _ranks
+    return env
+
+
+def asset(name: str) -> str:
+    """report.css / report.js: inlined here, served as files by the web app."""
+    return (ASSETS / name).read_text(encoding="utf-8")
+
+
+def report_context(
+    result: Diagnosis,
+    scan: ScanResult,
+    kb: KnowledgeBase,
+    entry_href: Callable[[str], str] | None = None,
+) -> dict[str, Any]:
+    """Everything ``_report.html`` needs. ``entry_href`` turns an entry id into a link
+    (the web app's encyclopedia); without it entries are named, with a command to show them."""
+    top = result.diagnoses[0] if result.diagnoses else None
+    entry = kb.get(top.entry) if top and top.entry in kb else None
+    related = [kb.get(r) for r in sorted(kb.related_to(top.entry)) if r in kb] if top else []
+    return {
+        "d": result,
+        "verdict_text": VERDICT.get(result.verdict, result.verdict),
+        "top": top,
+        "others": result.diagnoses[1:],
+        "entry": entry,
+        "related": related,
+        "tl": build_timeline(result, scan),
+        "href": entry_href,
+        "total_lines": sum(i.lines for i in result.inputs),
+        "version": __version__,
+    }
+
+
+def diagnosis_json(result: Diagnosis) -> Markup:
+    """The rankdoctor.diagnosis/v1 document, safe inside a <script> element."""
+    text = json.dumps(result.to_json(), ensure_ascii=False)
+    return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+
+
+def render_html(result: Diagnosis, scan: ScanResult, kb: KnowledgeBase) -> str:
+    env = make_env()
+    ctx = report_context(result, scan, kb)
+    return env.get_template("standalone.html").render(
+        css=Markup(asset("report.css")), js=Markup(asset("report.js")), doc=diagnosis_json(result), **ctx
+    )

@@ -1,0 +1,312 @@
+"""The per-rank timeline of a diagnosis, as plain data for the HTML views.
+
+One lane per rank, events placed along one axis: wall-clock time when every event has
+a timestamp (a line without one takes the time of the last timestamped line above it
+in the same file), otherwise the position of the line in its file. The initiating event
+is marked, and each collateral rank's first failure line is linked to it.
+
+With many ranks, lanes whose ranks logged the same thing (same signatures, same text
+once numbers are masked) are merged: "ranks 0-511,513-1023 (1023 ranks)".
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+from ..diagnose.collectives import compress_ranks
+from ..diagnose.engine import fingerprint
+from ..diagnose.model import Diagnosis, Finding
+from ..events import ScanResult
+
+MAX_LANES = 24  # more rank lanes than this are grouped
+SLOTS = 120  # marks per lane: points closer than 1/SLOTS of the axis are drawn as one
+MAX_SPAN_S = 2 * 86400  # a longer "span" means clocks in different formats (glog has no year)
+_STRENGTH = {"cause": 3, "symptom": 2, "last-seen": 1, "context": 0}
+
+
+@dataclass
+class Point:
+    """One log line on the timeline."""
+
+    source: str
+    line: int
+    rank: int | None
+    time: str | None
+    text: str
+    signature: str
+    role: str  # cause | symptom | context | last-seen
+    ts: float | None = None
+    x: float = 0.0  # 0..1 along the axis
+    evidence: bool = False
+    initiating: bool = False
+
+    @property
+    def where(self) -> str:
+        return f"{self.source}:{self.line}"
+
+
+@dataclass
+class Mark:
+    """What is drawn: the points of one lane that fall into the same slot."""
+
+    x: float
+    points: list[Point]
+
+    @property
+    def role(self) -> str:
+        return max((p.role for p in self.points), key=lambda r: _STRENGTH.get(r, 0))
+
+    @property
+    def initiating(self) -> bool:
+        return any(p.initiating for p in self.points)
+
+    @property
+    def evidence(self) -> bool:
+        return any(p.evidence for p in self.points)
+
+    @property
+    def first(self) -> Point:
+        return next((p for p in self.points if p.initiating), self.points[0])
+
+
+@dataclass
+class Lane:
+    label: str
+    ranks: list[int]
+    marks: list[Mark] = field(default_factory=list)
+    initiating: bool = False
+    collateral: bool = False
+
+    @property
+    def silent(self) -> bool:
+        return not self.marks
+
+    @property
+    def size(self) -> int:
+        return len(self.ranks)
+
+
+@dataclass
+class Link:
+    """A collateral lane's first failure line, drawn back to the initiating event."""
+
+    lane: int
+    mark: int
+
+
+@dataclass
+class Timeline:
+    lanes: list[Lane]
+    axis: str  # "time" or "position"
+    start: str | None = None
+    end: str | None = None
+    span_s: float | None = None
+    origin: tuple[int, int | None] | None = None  # (lane, mark); mark None: the lane is silent
+    links: list[Link] = field(default_factory=list)
+    n_points: int = 0
+    n_ranks: int = 0
+    grouped: bool = False
+
+    def ticks(self, n: int = 5) -> list[tuple[float, str]]:
+        """Axis labels as (x, text)."""
+        if self.axis == "time" and self.span_s:
+            return [(i / n, _fmt_offset(self.span_s * i / n)) for i in range(n + 1)]
+        if self.axis == "time":
+            return [(0.5, "all at the same second")]
+        return [(0.0, "start of each log"), (0.5, "middle"), (1.0, "end of each log")]
+
+
+def _fmt_offset(sec: float) -> str:
+    if sec == 0:
+        return "0"
+    if sec < 10:
+        return f"+{sec:.1f}s"
+    if sec < 120:
+        return f"+{sec:.0f}s"
+    if sec < 7200:
+        return f"+{sec / 60:.1f}min"
+    return f"+{sec / 3600:.1f}h"
+
+
+def rank_label(ranks: list[int]) -> str:
+    if not ranks:
+        return "no rank"
+    if len(ranks) == 1:
+        return f"rank {ranks[0]}"
+    return f"ranks {compress_ranks(ranks)} ({len(ranks)} ranks)"
+
+
+# -- points -------------------------------------------------------------------------------
+
+
+def _points(scan: ScanResult, top: Finding | None) -> list[Point]:
+    evidence = {(e.source, e.line): e for e in top.evidence} if top else {}
+    fact_ts = {(f.source, f.line): f.ts for f in scan.facts if f.ts is not None}
+    points: list[Point] = []
+    seen: set[tuple[str, int]] = set()
+    for ev in scan.events:
+        key = (ev.source, ev.line)
+        if key in seen:
+            continue
+        seen.add(key)
+        evd = evidence.get(key)
+        rank = ev.rank if ev.rank is not None else (evd.rank if evd else None)
+        sig = f"{ev.entry}/{ev.signature}" if ev.entry else ev.signature
+        role = evd.role if evd else ev.role
+        points.append(Point(ev.source, ev.line, rank, ev.time, ev.text, sig, role, ev.ts, evidence=evd is not None))
+    for key, evd in evidence.items():  # evidence the engine derived from structural lines
+        if key not in seen:
+            seen.add(key)
+            points.append(Point(evd.source, evd.line, evd.rank, evd.time, evd.text, evd.signature, evd.role, fact_ts.get(key), evidence=True))
+    return points
+
+
+def _anchor_times(points: list[Point], scan: ScanResult) -> None:
+    """A line without a timestamp happened when the last timestamped line above it did."""
+    anchors: dict[str, list[tuple[int, float]]] = {}
+    for item in [*scan.events, *scan.facts, *scan.tails]:
+        if item.ts is not None:
+            anchors.setdefault(item.source, []).append((item.line, item.ts))
+    for p in points:
+        if p.ts is not None:
+            continue
+        rows = anchors.get(p.source)
+        if not rows:
+            continue
+        rows.sort()
+        i = bisect.bisect_right(rows, (p.line, float("inf"))) - 1
+        if i >= 0:
+            p.ts = rows[i][1]
+
+
+def _place(points: list[Point], scan: ScanResult) -> tuple[str, float | None, float | None]:
+    """Set each point's x; return the axis kind and the time span."""
+    timed = bool(points) and all(p.ts is not None for p in points)
+    t0 = min(p.ts for p in points) if timed else None  # type: ignore[type-var]
+    t1 = max(p.ts for p in points) if timed else None  # type: ignore[type-var]
+    if timed and t1 - t0 <= MAX_SPAN_S:  # type: ignore[operator]
+        for p in points:
+            p.x = (p.ts - t0) / (t1 - t0) if t1 > t0 else 0.5  # type: ignore[operator]
+        return "time", t0, t1
+    lines = {i.path: i.lines for i in scan.inputs}
+    for p in points:
+        p.ts = None
+    longest: dict[str, int] = {}
+    for p in points:
+        longest[p.source] = max(longest.get(p.source, 0), p.line)
+    for p in points:
+        total = max(lines.get(p.source, 0), longest[p.source], 1)
+        p.x = (p.line - 1) / max(total - 1, 1)
+    return "position", None, None
+
+
+def _initiating_point(points: list[Point], scan: ScanResult, rank: int | None) -> Point | None:
+    if rank is None:
+        return None
+    own = [p for p in points if p.rank == rank and p.role != "context"]
+    if own:
+        return min(own, key=lambda p: (-_STRENGTH.get(p.role, 0), not p.evidence, p.ts if p.ts is not None else float("inf"), p.source, p.line))
+    tails = [t for t in scan.tails if t.rank == rank]
+    if not tails:
+        return None
+    t = max(tails, key=lambda t: (t.ts or 0, t.line))
+    return Point(t.source, t.line, rank, t.time, t.text, "last line from this rank", "last-seen", t.ts)
+
+
+# -- lanes --------------------------------------------------------------------------------
+
+
+def _marks(points: list[Point]) -> list[Mark]:
+    slots: dict[int, list[Point]] = {}
+    for p in sorted(points, key=lambda p: (p.x, p.source, p.line)):
+        slots.setdefault(round(p.x * (SLOTS - 1)), []).append(p)
+    return [Mark(sum(p.x for p in ps) / len(ps), ps) for _, ps in sorted(slots.items())]
+
+
+def _lane_key(points: list[Point], coarse: bool) -> tuple:
+    if coarse:
+        return tuple(sorted({(p.signature, p.role) for p in points}))
+    return tuple((p.signature, p.role, fingerprint(p.text)) for p in sorted(points, key=lambda p: (p.x, p.line)))
+
+
+def _group_ranks(by_rank: dict[int, list[Point]], keep_alone: set[int], collateral: set[int], max_lanes: int) -> list[list[int]]:
+    """Ranks that logged the same thing share a lane; the initiating rank stays alone."""
+    for coarse in (False, True):
+        groups: dict[tuple, list[int]] = {}
+        for r in sorted(by_rank):
+            key = ("alone", r) if r in keep_alone else (r in collateral, _lane_key(by_rank[r], coarse))
+            groups.setdefault(key, []).append(r)
+        if len(groups) <= max_lanes:
+            break
+    out = sorted(groups.values(), key=lambda rs: rs[0])
+    if len(out) > max_lanes:  # still too many: keep the largest groups, fold the rest together
+        alone = [g for g in out if set(g) & keep_alone]
+        rest = sorted((g for g in out if not set(g) & keep_alone), key=lambda g: (-len(g), g[0]))
+        room = max_lanes - len(alone) - 1
+        kept, folded = rest[:room], rest[room:]
+        out = sorted(alone + kept + [sorted(r for g in folded for r in g)], key=lambda rs: rs[0])
+    return out
+
+
+def build_timeline(result: Diagnosis, scan: ScanResult, max_lanes: int = MAX_LANES) -> Timeline:
+    top = result.diagnoses[0] if result.diagnoses else None
+    points = _points(scan, top)
+    _anchor_times(points, scan)
+    init_rank = top.initiating_rank if top else None
+    init = _initiating_point(points, scan, init_rank)
+    if init is not None and init not in points:
+        points.append(init)
+    axis, t0, t1 = _place(points, scan)
+    if init is not None:
+        init.initiating = True
+    collateral = set(top.collateral_ranks) if top else set()
+
+    by_rank: dict[int, list[Point]] = {}
+    for r in set(result.ranks_seen) | collateral | ({init_rank} if init_rank is not None else set()):
+        by_rank[r] = []
+    loose: list[Point] = []
+    for p in points:
+        (by_rank.setdefault(p.rank, []) if p.rank is not None else loose).append(p)
+
+    groups = [[r] for r in sorted(by_rank)]
+    grouped = len(groups) > max_lanes
+    if grouped:
+        groups = _group_ranks(by_rank, {init_rank} if init_rank is not None else set(), collateral, max_lanes)
+    lanes: list[Lane] = []
+    for ranks in groups:
+        shown = [p for r in ranks for p in by_rank[r]]  # a grouped lane shows all its ranks' lines
+        lanes.append(
+            Lane(
+                rank_label(ranks),
+                ranks,
+                _marks(shown),
+                initiating=init_rank in ranks,
+                collateral=bool(collateral & set(ranks)) and init_rank not in ranks,
+            )
+        )
+    if loose:
+        lanes.append(Lane("no rank (launcher, system)", [], _marks(loose)))
+
+    tl = Timeline(lanes, axis, n_points=len(points), n_ranks=len(by_rank), grouped=grouped)
+    if axis == "time":
+        tl.span_s = (t1 or 0) - (t0 or 0)
+        tl.start = min((p for p in points if p.ts == t0), key=lambda p: p.line).time
+        tl.end = min((p for p in points if p.ts == t1), key=lambda p: p.line).time
+    _link(tl)
+    return tl
+
+
+def _link(tl: Timeline) -> None:
+    for i, lane in enumerate(tl.lanes):
+        if lane.initiating:
+            j = next((k for k, m in enumerate(lane.marks) if m.initiating), None)
+            tl.origin = (i, j)
+    if tl.origin is None:
+        return
+    for i, lane in enumerate(tl.lanes):
+        if not lane.collateral:
+            continue
+        j = next((k for k, m in enumerate(lane.marks) if m.role in ("cause", "symptom")), None)
+        if j is not None:
+            tl.links.append(Link(i, j))

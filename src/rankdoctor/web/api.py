@@ -1,0 +1,110 @@
+"""The JSON API (documented at /docs, schema at /openapi.json)."""
+
+from __future__ import annotations
+
+import difflib
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi.concurrency import run_in_threadpool
+
+from .patterns import signatures_payload
+from .state import AppState
+from .uploads import read_uploads
+
+_LOG_BODY = {
+    "requestBody": {
+        "required": True,
+        "description": "A log as the request body (text/plain; gzip or zstd bytes are decompressed; "
+        "`?name=rank_3.log` names it), or multipart/form-data with one or more `files` parts, an "
+        "optional `text` field, and an optional `meta` JSON line map (original line numbers of the "
+        "lines sent, see rankdoctor.web.uploads).",
+        "content": {
+            "text/plain": {"schema": {"type": "string"}},
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "properties": {
+                        "files": {"type": "array", "items": {"type": "string", "format": "binary"}},
+                        "text": {"type": "string"},
+                        "meta": {"type": "string", "description": "JSON line map"},
+                    },
+                }
+            },
+        },
+    }
+}
+
+
+def entry_summary(e) -> dict:
+    return {
+        "id": e.id,
+        "title": e.title,
+        "class": e.class_,
+        "severity": e.severity.value,
+        "systems": list(e.systems),
+        "tags": list(e.tags),
+        "summary": " ".join(e.summary.split()),
+    }
+
+
+def make_router(state: AppState) -> APIRouter:
+    api = APIRouter(prefix="/api", tags=["api"])
+
+    @api.post("/diagnose", summary="Diagnose logs", openapi_extra=_LOG_BODY,
+              responses={400: {"description": "no log, empty or binary input, bad line map"},
+                         413: {"description": "request body over the upload limit"},
+                         415: {"description": "unsupported content type"}})
+    async def diagnose_logs(request: Request) -> dict:
+        """The diagnosis as schema rankdoctor.diagnosis/v1 — the same document as
+        `rankdoctor diagnose --format json`."""
+        uploads = await read_uploads(request)
+        report = await run_in_threadpool(state.run, uploads)
+        return report.result.to_json()
+
+    @api.post("/reports", status_code=201, summary="Diagnose logs and keep the report", openapi_extra=_LOG_BODY)
+    async def create_report(request: Request) -> dict:
+        """Like /api/diagnose, and also keeps the report (with its timeline) in memory:
+        `url` is its page, `download` the self-contained HTML file."""
+        uploads = await read_uploads(request)
+        report = await run_in_threadpool(state.run, uploads)
+        rid = state.keep(report)
+        return {"id": rid, "url": f"/report/{rid}", "download": f"/report/{rid}/download", "diagnosis": report.result.to_json()}
+
+    @api.get("/entries", summary="List the encyclopedia entries")
+    def list_entries(klass: str | None = Query(None, alias="class"), system: str | None = None) -> list[dict]:
+        """Every entry (id, title, class, severity, systems, tags, summary); filter with
+        `?class=` (a taxonomy class) or `?system=`."""
+        rows = [e for e in state.kb if (klass is None or e.class_ == klass) and (system is None or system in e.systems)]
+        return [entry_summary(e) for e in sorted(rows, key=lambda e: (e.class_, e.id))]
+
+    @api.get("/entries/{entry_id}", summary="One entry in full", responses={404: {"description": "no such entry"}})
+    def get_entry(entry_id: str) -> dict:
+        """The entry as stored in entries/*.yaml, plus `related` in both directions."""
+        if entry_id not in state.kb:
+            close = difflib.get_close_matches(entry_id, [e.id for e in state.kb], n=3)
+            raise HTTPException(404, f"no entry {entry_id!r}" + (f"; did you mean: {', '.join(close)}" if close else ""))
+        e = state.kb.get(entry_id)
+        doc = e.model_dump(mode="json", by_alias=True)
+        doc["related"] = sorted(state.kb.related_to(entry_id))
+        return doc
+
+    @api.get("/signatures", summary="Patterns for the browser's pre-filter")
+    def signatures() -> dict:
+        """Every signature regex (in JavaScript syntax), the structural lines the engine
+        reads, rank prefixes, and how many lines of context to keep around a hit."""
+        return signatures_payload(state.kb)
+
+    @api.get("/samples", summary="List the sample logs")
+    def list_samples() -> list[dict]:
+        """Real logs from the scenario corpus (or the packaged copy)."""
+        return [s.summary() for s in state.samples.values()]
+
+    @api.get("/samples/{sample_id}", summary="One sample log", responses={404: {"description": "no such sample"}})
+    def get_sample(sample_id: str) -> dict:
+        s = state.samples.get(sample_id)
+        if s is None:
+            raise HTTPException(404, f"no sample {sample_id!r}")
+        files = [{"name": n, "text": p.read_bytes().decode("utf-8", "replace")} for n, p in s.files]
+        return {**s.summary(), "files": files}
+
+    return api

@@ -1,0 +1,128 @@
+"""The per-rank timeline model: lanes, placement, the initiating event, links, and
+grouping of a thousand ranks into a readable number of lanes."""
+
+from __future__ import annotations
+
+from rankdoctor.diagnose.engine import diagnose
+from rankdoctor.report.timeline import MAX_LANES, build_timeline, rank_label
+from rankdoctor.scan import scan_text
+
+from .conftest import SCENARIOS
+
+# real line formats (tests/scenarios/real/comms-11-peer-crash-funasr-rank2-oom/log.txt)
+OOM = (
+    "[rank{r}]: torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 336.00 MiB. GPU  has a total "
+    "capacity of 79.15 GiB of which 141.25 MiB is free."
+)
+WATCHDOG = (
+    "[rank{r}]:[E ProcessGroupNCCL.cpp:563] [Rank {r}] Watchdog caught collective operation timeout: "
+    "WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran for 600037 milliseconds before timing out."
+)
+
+
+def _timeline(kb, text: str, **kw):
+    scan = scan_text(kb, text, name="job.log")
+    result = diagnose(kb, scan)
+    return result, build_timeline(result, scan, **kw)
+
+
+def _eight_ranks(stamped: bool) -> str:
+    def stamp(sec: int) -> str:
+        return f"2026-05-01 10:{sec // 60:02d}:{sec % 60:02d},000 " if stamped else ""
+
+    lines = [stamp(3) + OOM.format(r=3)]
+    lines += [stamp(600 + r) + WATCHDOG.format(r=r) for r in range(8) if r != 3]
+    return "\n".join(lines) + "\n"
+
+
+def test_eight_ranks_in_time(kb):
+    result, tl = _timeline(kb, _eight_ranks(stamped=True))
+    assert result.diagnoses[0].initiating_rank == 3
+    assert tl.axis == "time" and tl.span_s == 604
+    assert [lane.label for lane in tl.lanes] == [f"rank {r}" for r in range(8)]
+    init = tl.lanes[3]
+    assert init.initiating and not init.collateral
+    oi, oj = tl.origin
+    assert oi == 3 and init.marks[oj].initiating and init.marks[oj].role == "cause"
+    assert init.marks[oj].x == 0.0  # the OOM came first
+    # every collateral rank's timeout is linked to the OOM, and sits ~10 minutes later
+    assert sorted(link.lane for link in tl.links) == [0, 1, 2, 4, 5, 6, 7]
+    for link in tl.links:
+        lane = tl.lanes[link.lane]
+        assert lane.collateral and lane.marks[link.mark].role == "symptom"
+        assert lane.marks[link.mark].x > 0.95
+
+
+def test_without_timestamps_order_follows_the_file(kb):
+    _, tl = _timeline(kb, _eight_ranks(stamped=False))
+    assert tl.axis == "position"
+    xs = {lane.ranks[0]: lane.marks[0].x for lane in tl.lanes}
+    assert xs[3] == 0.0 and xs[7] == 1.0
+    assert xs[0] < xs[1] < xs[2] < xs[4]
+
+
+def test_a_thousand_ranks_fit_in_a_few_lanes(kb):
+    lines = [WATCHDOG.format(r=r) for r in range(1024) if r != 512]
+    lines.insert(300, OOM.format(r=512))
+    result, tl = _timeline(kb, "\n".join(lines) + "\n")
+    assert result.diagnoses[0].initiating_rank == 512
+    assert tl.grouped and len(tl.lanes) <= MAX_LANES
+    assert tl.n_ranks == 1024
+    labels = [lane.label for lane in tl.lanes]
+    assert "rank 512" in labels
+    assert "ranks 0-511,513-1023 (1023 ranks)" in labels
+    big = tl.lanes[labels.index("ranks 0-511,513-1023 (1023 ranks)")]
+    assert big.collateral and big.size == 1023
+    assert [link.lane for link in tl.links] == [labels.index(big.label)]
+    assert sum(lane.size for lane in tl.lanes) == 1024
+
+
+def test_ranks_that_differ_get_their_own_lane_when_grouped(kb):
+    lines = [WATCHDOG.format(r=r) for r in range(64) if r not in (5, 9)]
+    lines.append(OOM.format(r=5))
+    lines.append("[rank9]: some unrelated info line")
+    _, tl = _timeline(kb, "\n".join(lines) + "\n", max_lanes=8)
+    assert [(lane.label, lane.silent) for lane in tl.lanes] == [
+        ("ranks 0-4,6-8,10-63 (62 ranks)", False),  # the same timeout everywhere: one lane
+        ("rank 5", False),  # the initiating rank always keeps its own lane
+        ("rank 9", True),  # seen, but no matching line
+    ]
+
+
+def test_silent_straggler_is_the_initiating_lane(kb):
+    log = SCENARIOS / "lab" / "straggler-rank0" / "console.log"
+    scan = scan_text(kb, log.read_bytes(), name="console.log")
+    result = diagnose(kb, scan)
+    tl = build_timeline(result, scan)
+    top = result.diagnoses[0]
+    assert top.initiating_rank == 0
+    lane = next(lane for lane in tl.lanes if lane.initiating)
+    assert lane.ranks == [0]
+    # rank 0 printed no failure line; its last sign of life (a progress line) stands in
+    if lane.marks:
+        assert lane.marks[tl.origin[1]].role == "last-seen"
+    else:
+        assert tl.origin == (tl.lanes.index(lane), None)
+    assert {tl.lanes[link.lane].ranks[0] for link in tl.links} == {1, 2, 3}
+
+
+def test_clock_formats_that_disagree_fall_back_to_file_position(kb):
+    # glog lines carry no year, ISO lines do: their "span" would be months
+    text = (
+        "I0501 10:00:00.000000 1 train.py:1] " + OOM.format(r=1) + "\n"
+        + "2026-05-01 10:10:00,000 " + WATCHDOG.format(r=0) + "\n"
+    )
+    _, tl = _timeline(kb, text)
+    assert tl.axis == "position"
+
+
+def test_no_failure_gives_empty_lanes(kb):
+    _, tl = _timeline(kb, "[rank0]: step 1 loss 2.3\n[rank1]: step 1 loss 2.3\n")
+    assert tl.origin is None and not tl.links
+    assert all(lane.silent for lane in tl.lanes)
+
+
+def test_rank_label():
+    assert rank_label([]) == "no rank"
+    assert rank_label([7]) == "rank 7"
+    assert rank_label([0, 1, 2, 5]) == "ranks 0-2,5 (4 ranks)"

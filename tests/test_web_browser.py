@@ -1,0 +1,195 @@
+"""The web app in a real browser: Debian's Chromium driven by playwright, against the
+app served by uvicorn in this process. Skipped (with the reason) when Chromium is absent."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import socket
+import tempfile
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from .conftest import ROOT
+from .test_timeline import OOM, WATCHDOG
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+SHOTS = ROOT / "test-output"
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="Chromium is not installed at /usr/bin/chromium (`make test` installs it with apt-get)"),
+]
+sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (pip install -e '.[test]')")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(kb):
+    import uvicorn
+
+    from rankdoctor.web.app import create_app
+
+    port = _free_port()
+    srv = uvicorn.Server(uvicorn.Config(create_app(kb), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not srv.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            pytest.fail("the web app did not start within 20 s")
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def browser_context():
+    with tempfile.TemporaryDirectory(prefix="rankdoctor-chromium-") as profile, sync_api.sync_playwright() as pw:
+        ctx = pw.chromium.launch_persistent_context(
+            profile, executable_path=str(CHROMIUM), headless=True, args=ARGS, viewport={"width": 1280, "height": 900}
+        )
+        ctx.set_default_timeout(20_000)
+        yield ctx
+        ctx.close()
+
+
+@pytest.fixture()
+def page(browser_context, server):
+    """A page that may only talk to the app: anything else is aborted and fails the test."""
+    outside: list[str] = []
+    errors: list[str] = []
+
+    def only_local(route):
+        if urlparse(route.request.url).netloc == urlparse(server).netloc:
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    p = browser_context.new_page()
+    p.route("**/*", only_local)
+    p.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield p
+    p.close()
+    assert not outside, f"requests left the machine: {outside}"
+    assert not errors, f"JavaScript errors: {errors}"
+
+
+def _stamp(sec: int) -> str:
+    return f"2026-05-01 10:{sec // 60:02d}:{sec % 60:02d},000 "
+
+
+def test_paste_to_report(page, server):
+    page.goto(server + "/")
+    text = "\n".join([OOM.format(r=1)] + [WATCHDOG.format(r=r) for r in (0, 2, 3)]) + "\n"
+    page.fill("#paste", text)
+    page.wait_for_selector("#review:not([hidden])")
+    assert "4 of 4 lines" in page.inner_text("#summary")
+    page.click("#diagnose")
+    page.wait_for_url("**/report/*")
+    assert "CUDA out of memory" in page.inner_text("h1.rd-title")
+    assert page.inner_text(".rd-init").strip().startswith("rank 1")
+    assert page.locator(".tl-lane").count() == 4
+    page.locator(".tl-mark.initiating").click()
+    page.wait_for_selector(".rd-tl-detail:not([hidden])")
+    assert "OutOfMemoryError" in page.inner_text(".rd-tl-detail")
+    page.click("text=Download this report")  # a plain link; the page stays usable
+    entry = page.get_attribute(".rd-facts a", "href")
+    assert entry == "/kb/entries/cuda-out-of-memory.html"
+
+
+def test_drop_several_rank_files(page, server, tmp_path):
+    paths = []
+    for r in range(8):
+        noise = [_stamp(r) + f"[rank{r}]: step {i} loss 2.{i:03d}" for i in range(40)]
+        line = _stamp(3) + OOM.format(r=r) if r == 3 else _stamp(600 + r) + WATCHDOG.format(r=r)
+        data = ("\n".join(noise + [line]) + "\n").encode()
+        p = tmp_path / (f"rank_{r}.log.gz" if r == 5 else f"rank_{r}.log")
+        p.write_bytes(gzip.compress(data) if r == 5 else data)
+        paths.append(str(p))
+    page.goto(server + "/")
+    page.set_input_files("#file-input", paths)
+    page.wait_for_selector("#review:not([hidden])")
+    assert page.locator("#file-list li").count() == 8
+    assert "rank_5.log" in page.inner_text("#preview")  # the .gz was unpacked in the browser
+    page.click("#diagnose")
+    page.wait_for_url("**/report/*")
+    assert page.inner_text(".rd-init").strip().startswith("rank 3")
+    assert page.locator(".tl-lane").count() == 8
+    assert page.locator(".tl-link").count() == 7
+    assert "placed by time" in page.inner_text(".rd-report")
+    SHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SHOTS / "report.png"), full_page=True)
+
+
+def test_only_the_selected_evidence_is_sent(page, server, tmp_path):
+    noise = [f"[rank0]: step {i} loss 1.{i:04d} NOISE-{i}" for i in range(3000)]
+    lines = noise[:1500] + ["[rank0]: UNTICK-ME just before the failure", OOM.format(r=0)] + noise[1500:] + [WATCHDOG.format(r=1)]
+    big = tmp_path / "job.log"
+    big.write_text("\n".join(lines) + "\n")
+    sent: dict = {}
+
+    def capture(route):
+        sent["body"] = route.request.post_data_buffer or b""
+        route.continue_()
+
+    page.route("**/api/reports", capture)
+    page.goto(server + "/")
+    page.set_input_files("#file-input", [str(big)])
+    page.wait_for_selector("#review:not([hidden])")
+    assert page.is_disabled("#send-all") is False  # small enough to offer "send everything"
+    box = page.locator("label.ln", has_text="UNTICK-ME").locator("input")
+    box.uncheck()
+    page.wait_for_selector("label.ln.off")
+    page.click("#diagnose")
+    page.wait_for_url("**/report/*")
+    body = sent["body"].decode("utf-8", "replace")
+    assert "CUDA out of memory" in body and "Watchdog caught" in body
+    assert "UNTICK-ME" not in body  # the user removed it
+    assert "NOISE-700" not in body and "NOISE-2200" not in body  # far from any evidence
+    assert body.count("NOISE-") < 40
+    meta = json.loads(body.split('name="meta"')[1].split("\r\n\r\n", 1)[1].split("\r\n--", 1)[0])
+    assert meta["files"][0]["lines"] == len(lines)
+    # the report points at the original line of the OOM
+    assert f"job.log:{1502}" in page.inner_text(".rd-evidence")
+
+
+def test_sample_one_click(page, server):
+    page.goto(server + "/")
+    page.click('button.sample[data-sample="comms-11-peer-crash-funasr-rank2-oom"]')
+    page.wait_for_selector("#review:not([hidden])")
+    page.click("#diagnose")
+    page.wait_for_url("**/report/*")
+    assert page.inner_text(".rd-init").strip().startswith("rank 2")
+
+
+def test_encyclopedia_entry_and_hub(page, server):
+    page.goto(server + "/kb/index.html")
+    assert page.inner_text("h1") == "Failure encyclopedia"
+    page.fill("form.search input", "Tried to allocate 20.00 MiB")
+    page.wait_for_selector("#results:not([hidden])")
+    page.click("#results-list a >> nth=0")
+    page.wait_for_url("**/kb/entries/*.html")
+    assert page.locator("h2", has_text="How to fix it").count() == 1
+    page.click("text=NCCL error hub")
+    page.wait_for_url("**/kb/nccl.html")
+    assert page.inner_text("h1") == "NCCL error hub"
+    assert page.locator("#ncclSystemError").count() == 1
+    page.click("text=Diagnose a log")
+    page.wait_for_url(server + "/")
