@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..events import Event
 from .collectives import compress_ranks
+from ..ingest.prefix import parse_prefix
 from .common import DIAGNOSED_AT, MAX_EVIDENCE, PREFIX_MASK, Candidate, event_key, fingerprint, weak
 from .model import Evidence, Finding
 from .traceback import user_call_site
@@ -35,7 +36,8 @@ def _evidence(c: Candidate, events: list[Event], initiating: int | None) -> list
     extra.sort(key=event_key)
     ordered = primary + extra
     # the initiating rank's own lines first, then by role, then time
-    role_rank = {"trace": 0, "cause": 0, "fr-culprit": 0, "context": 1, "tail": 1, "fr": 1, "symptom": 2}
+    # an entry's own match before the bare "python exception" of the same line
+    role_rank = {"cause": 0, "fr-culprit": 0, "trace": 0.5, "context": 1, "tail": 1, "fr": 1, "symptom": 2}
     ordered.sort(
         key=lambda e: (
             0 if (initiating is not None and e.rank == initiating) else 1,
@@ -61,6 +63,12 @@ def _evidence(c: Candidate, events: list[Event], initiating: int | None) -> list
         sig = f"{ev.entry}/{ev.signature}" if ev.entry else ev.signature
         out.append(Evidence(ev.source, ev.line, ev.rank, ev.time, ev.text, sig, role, n, ranks))
     return out
+
+
+def message_of(text: str) -> str:
+    """The line without its rank/host/time prefixes."""
+    _, at = parse_prefix(text)
+    return PREFIX_MASK.sub("", text[at:]).strip()
 
 
 def _is_error_file(source: str) -> bool:
@@ -94,7 +102,7 @@ def to_finding(kb, c: Candidate, events: list[Event], coll, exits, seen: set[int
     where = f"rank {init}" + (f" on {host}" if host else "") if init is not None else None
     parts = []
     if c.kind == "cause" and first is not None:
-        msg = PREFIX_MASK.sub("", first.text).strip()
+        msg = message_of(first.text)
         if len(msg) > 240:
             msg = msg[:240] + " …"
         parts.append(f"{(where or 'a rank').capitalize()} failed first: “{msg}”.")
