@@ -130,3 +130,29 @@ def test_user_call_site_skips_library_frames():
         '[rank2]:   File "/opt/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1784, in _call_impl',
     ]
     assert user_call_site(ctx, 2) == "/work/main/lab/exception_rank2.py:40 in main"
+
+
+def test_sigkill_sent_by_the_launcher_is_not_an_oom(kb):
+    # torchrun escalates to SIGKILL when a worker ignores SIGTERM (format of
+    # torch/distributed/elastic/multiprocessing/api.py, lines as a torch 2.13 run printed them)
+    text = "\n".join(
+        [
+            "[default0]:[rank0]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:129] "
+            "Timed out waiting 15000ms for send operation to complete",
+            "W1130 05:59:55.433000 15440 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 15447 closing signal SIGTERM",
+            "W1130 06:00:25.434000 15440 torch/distributed/elastic/multiprocessing/api.py:1047] Unable to shutdown process 15447 via 15, "
+            "forcefully exiting via 9",
+            "E1130 06:00:25.566000 15440 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) local_rank: 0 "
+            "(pid: 15446) of binary: /opt/venv/bin/python",
+            "Failures:",
+            "[1]:",
+            "  time      : 2026-11-30_06:00:25",
+            "  host      : localhost",
+            "  rank      : 1 (local_rank: 1)",
+            "  exitcode  : -9 (pid: 15447)  (SIGKILL)",
+            "  error_file: <N/A>",
+            "  traceback : Signal 9 (SIGKILL) received by PID 15447",
+        ]
+    )
+    d = _diag(kb, text + "\n")
+    assert all(f.klass != "host-oom" for f in d.diagnoses[:1]), [(f.entry, f.initiating_rank) for f in d.diagnoses]

@@ -11,9 +11,10 @@ from __future__ import annotations
 FACTS: dict[str, str] = {
     # torchrun / torchelastic ChildFailedError summary (torch/distributed/elastic/multiprocessing/errors)
     "tr-root-cause": r"Root Cause \(first observed failure\):",
-    "tr-failures": r"\bFailures:\s*$",
-    "tr-failed-binary": r"^\s*\S+ FAILED\s*$",
-    "tr-index": r"^\s*\[(?P<value>\d+)\]:\s*$",
+    # ([ \t]* rather than \s* before $: \s would let the scanner's match run into the next line)
+    "tr-failures": r"\bFailures:[ \t]*$",
+    "tr-failed-binary": r"^\s*\S+ FAILED[ \t]*$",
+    "tr-index": r"^\s*\[(?P<value>\d+)\]:[ \t]*$",
     "tr-time": r"^\s*time\s*: (?P<value>\d{4}-\d{2}-\d{2}_\d{2}:\d{2}:\d{2})",
     "tr-host": r"^\s*host\s*: (?P<host>\S+)",
     "tr-rank": r"^\s*rank\s*: (?P<rank>\d+) \(local_rank: (?P<local_rank>\d+)\)",
@@ -23,6 +24,8 @@ FACTS: dict[str, str] = {
     "tr-agent-failed": r"failed \(exitcode: (?P<exitcode>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\) of binary",
     # the launcher terminating the survivors: collateral, never a cause
     "tr-sigterm-sent": r"Sending process (?P<pid>\d+) closing signal (?P<signal>SIG[A-Z]+)",
+    # ... and escalating to SIGKILL when a worker ignores SIGTERM: its exit -9 is the launcher's doing
+    "tr-forced-kill": r"Unable to shutdown process (?P<pid>\d+) via \S+, forcefully exiting via \S+",
     # the last line of a Python traceback: which exception ended a rank
     "py-exception": r"^(?P<value>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit))(?::\s|\s*$)",
     "py-traceback": r"^Traceback \(most recent call last\):",

@@ -95,7 +95,7 @@ def cause_candidates(kb, events, coll, accused, exits, fr_culprits=frozenset()) 
         if earliest_ts is not None and evs[0].ts is not None and evs[0].ts <= earliest_ts:
             score += 0.03
         rec = exits.get(initiating) if initiating is not None else None
-        if rec and (rec.exitcode == -15 or (rec.exitcode == -6 and initiating in symptom_ranks)):
+        if rec and (rec.exitcode == -15 or rec.killed_by_launcher or (rec.exitcode == -6 and initiating in symptom_ranks)):
             # SIGTERM from the launcher, or the NCCL watchdog's abort after a timeout on this
             # rank: it was taken down, not failing by itself
             score -= 0.1
@@ -168,7 +168,11 @@ def cross_rank_candidates(kb, events, coll: CollectiveFinding | None, accused, c
         out.append(Candidate(entry, min(score, 0.95), culprit, evs + ctx, notes, kind="desync"))
     elif coll and coll.kind == "absent":
         absent = coll.culprits
-        dead = [r for r in absent if r in cause_ranks or (exits.get(r) and exits[r].exitcode not in (None, 0, *COLLATERAL_EXITS))]
+        dead = [
+            r for r in absent
+            if r in cause_ranks
+            or (exits.get(r) and exits[r].exitcode not in (None, 0, *COLLATERAL_EXITS) and not exits[r].killed_by_launcher)
+        ]
         crashed = [c for r in absent if r not in cause_ranks and (c := crashed_with_exception(kb, r, events, [coll.reports[x].event for x in coll.reporting], coll.detail))]
         if crashed and not strong_causes:
             out.extend(crashed)

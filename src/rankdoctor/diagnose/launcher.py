@@ -28,6 +28,7 @@ class ExitRecord:
     time: str | None = None
     root_cause: bool = False  # listed under "Root Cause (first observed failure)"
     message: str | None = None
+    killed_by_launcher: bool = False  # SIGKILL from torchrun after SIGTERM did not end the worker
     block: bool = True  # a multi-line summary record (else one agent log line)
 
     @property
@@ -44,6 +45,7 @@ class ExitRecord:
 class LauncherSummary:
     records: list[ExitRecord] = field(default_factory=list)
     sigterm_pids: set[int] = field(default_factory=set)
+    forced_kill_pids: set[int] = field(default_factory=set)
 
     def by_rank(self) -> dict[int, ExitRecord]:
         out: dict[int, ExitRecord] = {}
@@ -94,6 +96,10 @@ def read_launcher(facts: list[Fact]) -> LauncherSummary:
                         block=False,
                     )
                 )
+            elif f.fact == "tr-forced-kill":
+                pid = _i(f.captures.get("pid"))
+                if pid is not None:
+                    summary.forced_kill_pids.add(pid)
             elif f.fact == "tr-sigterm-sent":
                 pid = _i(f.captures.get("pid"))
                 if pid is not None:
@@ -112,6 +118,8 @@ def read_launcher(facts: list[Fact]) -> LauncherSummary:
                     current.time = f.captures.get("value")
                 elif f.fact == "tr-traceback":
                     current.message = f.captures.get("value")
+    for r in summary.records:
+        r.killed_by_launcher = r.pid is not None and r.pid in summary.forced_kill_pids
     return summary
 
 
@@ -135,6 +143,8 @@ def attribute_events(events: list[Event], summary: LauncherSummary) -> None:
                 ev.host = r.host or ev.host
                 ev.captures.setdefault("exitcode", str(r.exitcode) if r.exitcode is not None else "")
                 ev.captures["launcher"] = "1"  # printed by the launcher about this rank, not by the rank
+                if r.killed_by_launcher and ev.role == "cause":
+                    ev.role = "symptom"  # the launcher's own SIGKILL: how the rank ended, not why
                 break
 
 

@@ -204,12 +204,15 @@ def _place(points: list[Point], scan: ScanResult) -> tuple[str, float | None, fl
 def _initiating_point(points: list[Point], scan: ScanResult, rank: int | None) -> Point | None:
     if rank is None:
         return None
-    own = [p for p in points if p.rank == rank and p.role != "context"]
+    own = [p for p in points if p.rank == rank and p.role == "cause"]
     if own:
-        return min(own, key=lambda p: (-_STRENGTH.get(p.role, 0), not p.evidence, p.ts if p.ts is not None else float("inf"), p.source, p.line))
-    tails = [t for t in scan.tails if t.rank == rank]
+        return min(own, key=lambda p: (not p.evidence, p.ts if p.ts is not None else float("inf"), p.source, p.line))
+    # no failure of its own: its last sign of life says more than what was done to it
+    # afterwards (a SIGTERM from the launcher, a timeout it reported once the others gave up)
+    tails = [t for t in scan.tails if t.rank == rank] or [t for t in scan.tails if t.rank is None and t.local_rank == rank]
     if not tails:
-        return None
+        rest = [p for p in points if p.rank == rank and p.role != "context"]
+        return min(rest, key=lambda p: (-_STRENGTH.get(p.role, 0), p.ts if p.ts is not None else float("inf"), p.source, p.line)) if rest else None
     t = max(tails, key=lambda t: (t.ts or 0, t.line))
     return Point(t.source, t.line, rank, t.time, t.text, "last line from this rank", "last-seen", t.ts)
 
