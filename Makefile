@@ -66,3 +66,15 @@ bench-fr: $(LAB_STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache
+
+## bench: rankdoctor vs ripgrep vs grep on a generated 1 GB / 64-rank corpus (bench/README.md)
+.PHONY: bench ripgrep
+ripgrep:
+	@command -v rg >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    export DEBIAN_FRONTEND=noninteractive; apt-get update -qq && apt-get install -y -qq ripgrep; \
+	  else echo "note: rg is missing (apt-get install ripgrep needs root); rg rows are skipped"; fi; }
+
+bench: setup ripgrep
+	PY=$(PY) bench/gen_all.sh
+	$(PY) bench/run.py $(BENCH_INPUTS)

@@ -7,9 +7,12 @@ confirms them and reads the named groups). Python work happens only on lines tha
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import hyperscan
 
@@ -17,7 +20,7 @@ from .events import Event, Fact, InputStats, ScanResult
 from .facts import FACTS
 from .ingest.names import attribution_from_name
 from .ingest.prefix import Attribution, Dialect, clean, parse_prefix, sniff_dialect
-from .ingest.sources import Source, iter_chunks, looks_binary
+from .ingest.sources import CHUNK, Source, iter_chunks, looks_binary
 from .kb.loader import KnowledgeBase
 
 _NAMED = re.compile(r"\(\?P<[A-Za-z_]\w*>")
@@ -27,6 +30,11 @@ CONTEXT_LINES = 40  # lines before a cause line kept (tracebacks)
 CONTEXT_BYTES = 16 << 10
 _SAMPLE_LINES = 400
 TAIL_LINES = 200  # lines at the end of each source read for "last sign of life"  # lines per chunk sampled for rank prefixes
+# Every prefix of ingest/prefix.py that yields a rank, local rank or host contains one of
+# these (torchrun [rankN]: / [defaultN]:, Open MPI, Lightning, kubectl, NCCL host:pid:tid
+# [dev], Ray rank=/ip=); srun and host-list dialects are told apart per source and always
+# parsed. A sampled line without any of them cannot add to the ranks or hosts seen.
+_ATTR_HINT = re.compile(r"\[[A-Za-z_]+\d+\]:|\]<std(?:out|err)>:|\[rank: \d+\]|\[pod/|:\d+:\d+ \[\d+\] |rank=\d+ pid=|pid=\d+, ip=")
 _INTERLEAVED = re.compile(r"(?<=\S)(?=\[rank\d+\]:)")
 # PyTorch C++ messages name their rank inside the message: "[Rank 1] ..." (older releases,
 # default group) or "[PG ID 0 PG GUID 0(default_pg) Rank 1]" / "[PG 0 (default_pg) Rank 1]".
@@ -58,6 +66,55 @@ def hs_compile_one(regex: str, ignore_case: bool = False) -> str | None:
     return None
 
 
+def _cache_dir() -> Path | None:
+    if os.environ.get("RANKDOCTOR_CACHE", "1") in ("0", "off", "no"):
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "rankdoctor"
+
+
+def _database(exprs: list[bytes], flags: list[int]) -> hyperscan.Database:
+    """The compiled database for these patterns; compiled once, then loaded from the user's
+    cache (``~/.cache/rankdoctor``, keyed by the patterns and the hyperscan version;
+    RANKDOCTOR_CACHE=0 turns it off). Anything wrong with the cache: compile again."""
+    key = hashlib.sha256(repr((hyperscan.__version__, exprs, flags)).encode()).hexdigest()[:40]
+    cache = _cache_dir()
+    path = cache / f"hs-{key}.db" if cache else None
+    if path is not None:
+        try:
+            return hyperscan.loadb(path.read_bytes(), hyperscan.HS_MODE_BLOCK)
+        except (OSError, hyperscan.error, TypeError, ValueError):
+            pass
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=flags)
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}")
+            tmp.write_bytes(hyperscan.dumpb(db))
+            os.replace(tmp, path)
+        except (OSError, hyperscan.error):
+            pass
+    return db
+
+
+@dataclass
+class Cursor:
+    """Where a scan stands in a source: lines before the next chunk, the bytes just
+    before it (context for tracebacks), the source's prefix dialect (sniffed from its
+    first chunk)."""
+
+    line_base: int = 0
+    tail: bytes = b""
+    dialect: Dialect | None = None
+
+
+def sniff_chunk(chunk: bytes) -> Dialect:
+    """The prefix dialect of a source, from its first chunk."""
+    head = chunk[:65536].decode("utf-8", "replace").split("\n")[:200]
+    return sniff_dialect(head)
+
+
 @dataclass(frozen=True)
 class Pattern:
     kind: str  # "sig" or "fact"
@@ -81,8 +138,7 @@ class Scanner:
             self.patterns.append(Pattern("fact", "", fid, "fact", re.compile(regex)))
             exprs.append(to_hs(regex))
             flags.append(_HS_FLAGS)
-        self.db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        self.db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=flags)
+        self.db = _database(exprs, flags)
         self._scratch = hyperscan.Scratch(self.db)
         self.db.scratch = self._scratch
 
@@ -109,18 +165,12 @@ class Scanner:
         return found
 
     # -- a whole source ---------------------------------------------------------------
-    def scan_source(self, source: Source) -> ScanResult:
+    def scan_source(self, source: Source, chunk_size: int = CHUNK) -> ScanResult:
         result = ScanResult()
         stats = InputStats(path=source.name, warnings=list(source.warnings))
         result.inputs.append(stats)
-        base = attribution_from_name(source.name)
-        if base.rank is not None:
-            result.ranks_seen.add(base.rank)
-        if base.local_rank is not None:
-            result.local_ranks_seen.add(base.local_rank)
-        dialect: Dialect | None = None
-        line_base = 0
-        tail = b""
+        base = self.note_name(source.name, result)
+        cur = Cursor()
         try:
             stream = source.opener()
         except OSError as exc:
@@ -128,25 +178,49 @@ class Scanner:
             return result
         try:
             with stream:
-                for chunk in iter_chunks(stream):
-                    if dialect is None:
-                        if looks_binary(chunk[:65536]):
-                            stats.warnings.append(f"{source.name}: not a text log (binary data); skipped")
-                            stats.bytes = len(chunk)
-                            return result
-                        head = chunk[:65536].decode("utf-8", "replace").split("\n")[:200]
-                        dialect = sniff_dialect(head)
-                    self._scan_chunk(chunk, line_base, tail, source.name, base, dialect, result)
-                    stats.bytes += len(chunk)
-                    nl = chunk.count(b"\n")
-                    line_base += nl
-                    tail = chunk[-CONTEXT_BYTES:]
+                if not self.scan_chunks(iter_chunks(stream, chunk_size), source.name, base, result, stats, cur):
+                    return result
         except (OSError, EOFError, ValueError) as exc:  # truncated gzip/zstd, damaged archive
             stats.warnings.append(f"{source.name}: input ends early ({exc}); read what was intact")
-        stats.lines = line_base + (0 if not tail or tail.endswith(b"\n") else 1)
-        if tail and dialect is not None:
-            self._note_tail(tail, stats.lines, source.name, base, dialect, result)
+        self.finish(source.name, base, result, stats, cur)
         return result
+
+    def note_name(self, name: str, result: ScanResult) -> Attribution:
+        """Rank / local rank that the file name gives (``rank_3.log``, ``attempt_0/3/``)."""
+        base = attribution_from_name(name)
+        if base.rank is not None:
+            result.ranks_seen.add(base.rank)
+        if base.local_rank is not None:
+            result.local_ranks_seen.add(base.local_rank)
+        return base
+
+    def scan_chunks(
+        self, chunks: Iterable[bytes], name: str, base: Attribution, result: ScanResult, stats: InputStats, cur: "Cursor"
+    ) -> bool:
+        """Scan newline-aligned chunks, advancing ``cur``; False when the source is not text.
+
+        ``cur`` may start mid-file (a byte range of a split file: its dialect, the bytes
+        before it, line numbers relative to the range), see ``parallel.py``.
+        """
+        for chunk in chunks:
+            if cur.dialect is None:
+                if looks_binary(chunk[:65536]):
+                    stats.warnings.append(f"{name}: not a text log (binary data); skipped")
+                    stats.bytes = len(chunk)
+                    return False
+                cur.dialect = sniff_chunk(chunk)
+            self._scan_chunk(chunk, cur.line_base, cur.tail, name, base, cur.dialect, result)
+            stats.bytes += len(chunk)
+            cur.line_base += chunk.count(b"\n")
+            cur.tail = chunk[-CONTEXT_BYTES:]
+        return True
+
+    def finish(self, name: str, base: Attribution, result: ScanResult, stats: InputStats, cur: "Cursor") -> None:
+        """After a source's last chunk: its line count and each rank's last sign of life."""
+        tail = cur.tail
+        stats.lines = cur.line_base + (0 if not tail or tail.endswith(b"\n") else 1)
+        if tail and cur.dialect is not None:
+            self._note_tail(tail, stats.lines, name, base, cur.dialect, result)
 
     @staticmethod
     def _note_tail(tail: bytes, total_lines: int, name: str, base: Attribution, dialect: Dialect, result: ScanResult) -> None:
@@ -194,15 +268,23 @@ class Scanner:
     def _sample_ranks(self, chunk: bytes, dialect: Dialect, result: ScanResult) -> None:
         # Ranks seen: a bounded sample of line prefixes per chunk (hit lines add theirs too).
         pos = 0
+        texts = []
         for _ in range(_SAMPLE_LINES):
             nxt = chunk.find(b"\n", pos)
             line = chunk[pos : (nxt if nxt >= 0 else len(chunk))][:200]
             if line:
-                a, _ = parse_prefix(clean(line.decode("utf-8", "replace")), dialect)
-                self._note_attr(a, result)
+                texts.append(clean(line.decode("utf-8", "replace")))
             if nxt < 0:
                 break
             pos = nxt + 1
+        if not (dialect.srun or dialect.hosts):
+            # parse_prefix is the costly part; lines without any rank/host prefix shape skip it
+            if not _ATTR_HINT.search("\n".join(texts)):
+                return
+            texts = [t for t in texts if _ATTR_HINT.search(t)]
+        for text in texts:
+            a, _ = parse_prefix(text, dialect)
+            self._note_attr(a, result)
 
     @staticmethod
     def _note_attr(a: Attribution, result: ScanResult) -> None:
@@ -294,11 +376,13 @@ def _lines_before(chunk: bytes, start: int, tail: bytes) -> list[str]:
     return [clean(ln)[:400] for ln in lines[-CONTEXT_LINES:]]
 
 
-def scan_sources(kb: KnowledgeBase, sources: Iterable[Source], scanner: Scanner | None = None) -> ScanResult:
+def scan_sources(
+    kb: KnowledgeBase, sources: Iterable[Source], scanner: Scanner | None = None, *, chunk_size: int = CHUNK
+) -> ScanResult:
     scanner = scanner or Scanner(kb)
     total = ScanResult()
     for src in sources:
-        total.extend(scanner.scan_source(src))
+        total.extend(scanner.scan_source(src, chunk_size))
     return total
 
 

@@ -32,7 +32,8 @@ def _evidence(c: Candidate, events: list[Event], initiating: int | None) -> list
     if initiating is not None and c.kind == "cause":
         # the failing rank's own Python exception, even when no entry names it
         primary = [e for e in events if e.role == "trace" and e.rank == initiating][-2:] + primary
-    extra = [e for e in events if e.role == "symptom" and e not in primary]
+    in_primary = {id(e) for e in primary}
+    extra = [e for e in events if e.role == "symptom" and id(e) not in in_primary]
     extra.sort(key=event_key)
     ordered = primary + extra
     # the initiating rank's own lines first, then by role, then time

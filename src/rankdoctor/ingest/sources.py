@@ -31,6 +31,7 @@ class Source:
     opener: Callable[[], BinaryIO]
     size: int | None = None
     warnings: list[str] = field(default_factory=list)
+    path: Path | None = None  # an uncompressed regular file: byte ranges can be read directly
 
 
 _GZ = b"\x1f\x8b"
@@ -91,7 +92,8 @@ def _file_sources(path: Path, display: str) -> Iterator[Source]:
         f = open(path, "rb")
         return _decompressing(f, head)
 
-    yield Source(display, opener, size=path.stat().st_size)
+    plain = path if not head.startswith((_GZ, _ZST)) else None
+    yield Source(display, opener, size=path.stat().st_size, path=plain)
 
 
 def _is_compressed_tar(path: Path, head: bytes) -> bool:

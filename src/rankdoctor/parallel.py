@@ -1,0 +1,379 @@
+"""The same scan as ``scan_sources``, spread over one process per core.
+
+Work items are whole sources, or byte ranges of a large plain file. A range starts and
+ends where the single-process chunk reader (``ingest.sources.iter_chunks``) would start
+and end a chunk — right after the last newline before a multiple of the chunk size — so
+every chunk a worker scans is byte-for-byte a chunk ``scan_sources`` scans: the same hits,
+the same rank samples, the same traceback context (a worker reads the bytes just before
+its range itself). Line numbers are counted per range and shifted by the newlines of the
+ranges before it when the results are put back together, in input order.
+
+Workers are forked from the process that built the scanner, so they share its compiled
+hyperscan database and regexes as they are (no recompiling, nothing serialized); results
+(hit lines only) come back pickled. Small inputs never start a pool. Where ``fork`` is not
+available the scan runs in one process.
+"""
+
+from __future__ import annotations
+
+import io
+import multiprocessing as mp
+import os
+import signal
+import sys
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from .events import InputStats, ScanResult
+from .ingest import sources as _sources
+from .ingest.sources import CHUNK, Source, iter_chunks, looks_binary
+from .kb.loader import KnowledgeBase
+from .scan import CONTEXT_BYTES, Cursor, Scanner, scan_sources, sniff_chunk
+
+SMALL_TOTAL = 8 << 20  # below this many bytes in all, one process (no pool start-up)
+PROGRESS_MIN = 50 << 20  # a progress bar only for inputs at least this large
+MAX_RANGE = 64 << 20  # byte ranges of a split file are at most this long
+
+Progress = Callable[[int, int], None]  # (bytes done, bytes in all)
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _plain_path(source: Source) -> Path | None:
+    """The file behind a source when it is an uncompressed regular file (splittable)."""
+    path = getattr(source, "path", None)
+    if path is None or source.warnings:
+        return None
+    return Path(path)
+
+
+# -- byte ranges ---------------------------------------------------------------------------
+
+
+class _RangeReader(io.RawIOBase):
+    """Bytes [start, end) of a file, read so that ``iter_chunks`` cuts them exactly where it
+    cuts the whole file: the first read stops at the next multiple of the chunk size, the
+    following reads are whole chunks (the whole file is read in whole chunks from 0)."""
+
+    def __init__(self, path: Path, start: int, end: int, chunk_size: int):
+        self._f = open(path, "rb", buffering=0)
+        self._f.seek(start)
+        self._pos = start
+        self._end = end
+        self._chunk = chunk_size
+
+    def readable(self) -> bool:
+        return True
+
+    def read1(self, n: int = -1) -> bytes:
+        left = self._end - self._pos
+        if left <= 0:
+            return b""
+        if self._pos % self._chunk:  # first read of a range: up to the next chunk multiple
+            want = self._chunk - self._pos % self._chunk
+        else:
+            want = n if n and n > 0 else self._chunk
+        want = min(want, left)
+        data = self._f.read(want)
+        self._pos += len(data)
+        return data
+
+    read = read1
+
+    def close(self) -> None:
+        self._f.close()
+        super().close()
+
+
+def chunk_boundary(f, at: int, chunk_size: int) -> int:
+    """Where ``iter_chunks`` ends the chunk that holds the block ending at ``at`` (a
+    multiple of ``chunk_size``): after the last newline in [at - chunk_size, at), or ``at``
+    when that block has none (a line longer than ``MAX_LINE`` is cut there)."""
+    lo = at - chunk_size
+    f.seek(lo)
+    block = f.read(chunk_size)
+    nl = block.rfind(b"\n")
+    return at if nl < 0 else lo + nl + 1
+
+
+@dataclass(frozen=True)
+class _Range:
+    index: int  # of the source in the input list
+    path: Path
+    name: str
+    start: int
+    end: int
+    tail_from: int  # where the chunk before this range starts (its last bytes are context)
+    last: bool
+
+
+def split_file(path: Path, size: int, range_bytes: int, chunk_size: int) -> list[tuple[int, int, int]]:
+    """[(start, end, start of the previous chunk)] covering the file, cut at chunk boundaries."""
+    step = max(chunk_size, range_bytes - range_bytes % chunk_size)
+    cuts = [0]
+    prev_chunk = [0]
+    with open(path, "rb") as f:
+        at = step
+        while at < size:
+            b = chunk_boundary(f, at, chunk_size)
+            if b > cuts[-1]:
+                pb = chunk_boundary(f, at - chunk_size, chunk_size) if at - chunk_size > 0 else 0
+                cuts.append(b)
+                prev_chunk.append(pb)
+            at += step
+    cuts.append(size)
+    return [(cuts[i], cuts[i + 1], prev_chunk[i]) for i in range(len(cuts) - 1) if cuts[i + 1] > cuts[i]]
+
+
+# -- what a worker does -------------------------------------------------------------------
+
+_STATE: dict = {}  # set in the parent before the pool forks: the scanner, the sources
+
+
+def _init_worker() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+
+
+def _scan_whole(index: int, chunk_size: int) -> ScanResult:
+    return _STATE["scanner"].scan_source(_STATE["sources"][index], chunk_size)
+
+
+@dataclass
+class _RangeResult:
+    result: ScanResult
+    stats: InputStats
+    newlines: int
+
+
+def _scan_range(r: _Range, dialect, chunk_size: int) -> _RangeResult:
+    scanner: Scanner = _STATE["scanner"]
+    result = ScanResult()
+    stats = InputStats(path=r.name)
+    base = scanner.note_name(r.name, result)
+    cur = Cursor(dialect=dialect)
+    try:
+        if r.start:
+            with open(r.path, "rb") as f:
+                lo = max(r.tail_from, r.start - CONTEXT_BYTES)
+                f.seek(lo)
+                cur.tail = f.read(r.start - lo)
+        with _RangeReader(r.path, r.start, r.end, chunk_size) as f:
+            scanner.scan_chunks(iter_chunks(f, chunk_size), r.name, base, result, stats, cur)
+    except (OSError, EOFError, ValueError) as exc:
+        stats.warnings.append(f"{r.name}: input ends early ({exc}); read what was intact")
+    newlines = cur.line_base
+    if r.last:
+        scanner.finish(r.name, base, result, stats, cur)
+    return _RangeResult(result, stats, newlines)
+
+
+def _shift(result: ScanResult, lines: int) -> None:
+    if lines:
+        for ev in result.events:
+            ev.line += lines
+        for f in result.facts:
+            f.line += lines
+        for f in result.tails:
+            f.line += lines
+
+
+# -- the parent ----------------------------------------------------------------------------
+
+
+def scan_parallel(
+    kb: KnowledgeBase,
+    sources: Iterable[Source],
+    jobs: int | None = None,
+    progress: Progress | None = None,
+    *,
+    scanner: Scanner | None = None,
+    chunk_size: int = CHUNK,
+    range_bytes: int | None = None,
+    min_parallel_bytes: int = SMALL_TOTAL,
+) -> ScanResult:
+    """``scan_sources(kb, sources)``, computed by ``jobs`` processes (default: one per core).
+
+    The result is identical: the same events and facts in the same order, the same input
+    statistics, tails and ranks seen. ``progress(done, total)`` is called in this process
+    as work items finish. ``range_bytes`` (default: adaptive, at most 64 MiB) is the length
+    of the byte ranges large plain files are split into; ``min_parallel_bytes`` is the
+    total below which no pool is started.
+    """
+    sources = list(sources)
+    jobs = default_jobs() if jobs is None else max(1, jobs)
+    sizes = [s.size or 0 for s in sources]
+    total = sum(sizes)
+    if jobs == 1 or total < min_parallel_bytes or len(sources) == 0 or "fork" not in mp.get_all_start_methods():
+        result = scan_sources(kb, sources, scanner, chunk_size=chunk_size)
+        if progress:
+            progress(total, total)
+        return result
+    scanner = scanner or Scanner(kb)
+    if range_bytes is None:
+        range_bytes = min(MAX_RANGE, max(2 * chunk_size, total // (jobs * 4)))
+
+    # plan: whole sources, or the ranges of a split file (its dialect read here, once)
+    plan: list[tuple] = []  # ("whole", index, size) | ("split", index, [_Range], dialect, size) | ("here", index, size)
+    for i, src in enumerate(sources):
+        path = _plain_path(src)
+        if src.name == "<stdin>" or src.size is None:
+            plan.append(("here", i, sizes[i]))
+            continue
+        # (ranges are exact only when a chunk is longer than the longest uncut line)
+        if path is None or chunk_size <= _sources.MAX_LINE or sizes[i] < max(range_bytes + range_bytes // 2, 2 * chunk_size):
+            plan.append(("whole", i, sizes[i]))
+            continue
+        try:
+            with open(path, "rb") as f:
+                first = next(iter_chunks(f, chunk_size), b"")
+            if not first or looks_binary(first[:65536]):
+                raise ValueError("not splittable")
+            dialect = sniff_chunk(first)
+            del first
+            cuts = split_file(path, sizes[i], range_bytes, chunk_size)
+        except (OSError, ValueError):
+            plan.append(("whole", i, sizes[i]))
+            continue
+        ranges = [_Range(i, path, src.name, a, b, pc, k == len(cuts) - 1) for k, (a, b, pc) in enumerate(cuts)]
+        plan.append(("split", i, ranges, dialect, sizes[i]))
+
+    _STATE.clear()
+    _STATE.update(scanner=scanner, sources=sources)
+    ctx = mp.get_context("fork")
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker)
+    done = 0
+    ok = False
+    try:
+        futures: list = []
+        for item in plan:
+            if item[0] == "whole":
+                futures.append(pool.submit(_scan_whole, item[1], chunk_size))
+            elif item[0] == "split":
+                futures.append([pool.submit(_scan_range, r, item[3], chunk_size) for r in item[2]])
+            else:
+                futures.append(None)
+        # the pool has forked its workers now; a progress bar may start its thread
+        out = ScanResult()
+        for item, fut in zip(plan, futures):
+            kind, index = item[0], item[1]
+            if kind == "here":
+                part = scanner.scan_source(sources[index], chunk_size)
+                done += part.inputs[0].bytes if part.inputs else 0
+            elif kind == "whole":
+                part = fut.result()
+                done += item[2]
+            else:
+                part = _merge_ranges(scanner, sources[index], fut, item[2], progress, done, total)
+                done += item[4]
+            out.extend(part)
+            if progress:
+                progress(min(done, total) if total else done, total)
+        ok = True
+        return out
+    finally:
+        if ok:
+            pool.shutdown(wait=True)
+        else:  # Ctrl-C or an error: do not wait for queued work
+            _abort(pool)
+        _STATE.clear()
+
+
+def _merge_ranges(scanner: Scanner, src: Source, futs: list[Future], ranges: list[_Range], progress, done: int, total: int) -> ScanResult:
+    """One source's result from the results of its ranges, in order, lines shifted."""
+    part = ScanResult()
+    stats = InputStats(path=src.name, warnings=list(src.warnings))
+    part.inputs.append(stats)
+    scanner.note_name(src.name, part)
+    lines = 0
+    for r, fut in zip(ranges, futs):
+        rr: _RangeResult = fut.result()
+        _shift(rr.result, lines)
+        part.extend(rr.result)
+        stats.bytes += rr.stats.bytes
+        stats.warnings.extend(rr.stats.warnings)
+        if r.last:
+            stats.lines = rr.stats.lines + lines
+        lines += rr.newlines
+        if progress:
+            progress(min(done + r.end, total), total)
+    return part
+
+
+def _abort(pool: ProcessPoolExecutor) -> None:
+    """Stop at once (Ctrl-C, an error): cancel what is queued, end the workers."""
+    try:
+        pool.shutdown(wait=False, cancel_futures=True)
+    except Exception:  # pragma: no cover
+        pass
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    for p in procs:
+        p.join(timeout=2)
+        if p.is_alive():  # pragma: no cover
+            p.kill()
+
+
+# -- progress bar --------------------------------------------------------------------------
+
+
+class RichProgress:
+    """A Rich progress bar on stderr, drawn only when the caller reports progress (no
+    refresh thread, so it is safe next to forked workers). Use as a context manager."""
+
+    def __init__(self, description: str = "scanning"):
+        self._description = description
+        self._progress = None
+        self._task = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._progress is None:
+            from rich.console import Console
+            from rich.progress import BarColumn, DownloadColumn, Progress, TimeElapsedColumn, TransferSpeedColumn
+
+            self._progress = Progress(
+                "[progress.description]{task.description}",
+                BarColumn(),
+                DownloadColumn(),
+                TransferSpeedColumn(),
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
+                auto_refresh=False,
+                transient=True,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task(self._description, total=total)
+        self._progress.update(self._task, completed=done, total=total, refresh=True)
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+    def __enter__(self) -> "RichProgress":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def progress_for(sources: list[Source], quiet: bool = False, stream=None) -> RichProgress | None:
+    """A progress bar when the inputs are large (>= 50 MB), stderr is a terminal and not
+    ``--quiet``; else None."""
+    stream = stream or sys.stderr
+    if quiet or not getattr(stream, "isatty", lambda: False)():
+        return None
+    if sum(s.size or 0 for s in sources) < PROGRESS_MIN:
+        return None
+    return RichProgress()
+
+
+__all__ = ["scan_parallel", "default_jobs", "progress_for", "RichProgress", "split_file", "chunk_boundary"]
