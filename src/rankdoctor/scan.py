@@ -28,8 +28,8 @@ _BACKREF = re.compile(r"\(\?P=\w+\)")
 MAX_TEXT = 2000  # characters of a hit line kept as evidence
 CONTEXT_LINES = 40  # lines before a cause line kept (tracebacks)
 CONTEXT_BYTES = 16 << 10
-_SAMPLE_LINES = 400
-TAIL_LINES = 200  # lines at the end of each source read for "last sign of life"  # lines per chunk sampled for rank prefixes
+_SAMPLE_LINES = 100  # lines per chunk sampled for rank prefixes (hit lines add theirs too)
+TAIL_LINES = 200  # lines at the end of each source read for "last sign of life"
 # Every prefix of ingest/prefix.py that yields a rank, local rank or host contains one of
 # these (torchrun [rankN]: / [defaultN]:, Open MPI, Lightning, kubectl, NCCL host:pid:tid
 # [dev], Ray rank=/ip=); srun and host-list dialects are told apart per source and always
