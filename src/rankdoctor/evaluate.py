@@ -56,17 +56,37 @@ def find_scenarios(roots: list[Path]) -> list[Path]:
     return sorted(set(out))
 
 
+_CLASS_KEYS = ("class", "expected_class", "failure_class", "taxonomy_class")
+_RANK_KEYS = ("initiating_rank", "culprit_rank", "faulty_rank", "injected_rank", "rank")
+
+
+def _find(data: object, keys: tuple[str, ...]) -> tuple[bool, object]:
+    """The first of ``keys`` in a label, also inside one level of nesting (truth: {...})."""
+    if isinstance(data, dict):
+        for k in keys:
+            if k in data:
+                return True, data[k]
+        for v in data.values():
+            if isinstance(v, dict):
+                found, val = _find(v, keys)
+                if found:
+                    return found, val
+    return False, None
+
+
 def read_label(case: Path) -> dict:
     for name in LABEL_FILES:
         p = case / name
         if p.is_file():
             data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-            klass = data.get("class", data.get("expected_class"))
-            if klass is None and data.get("healthy"):
+            _, klass = _find(data, _CLASS_KEYS)
+            if klass is None and isinstance(data, dict) and data.get("healthy"):
                 klass = "none"
-            rank = data.get("initiating_rank", data.get("culprit_rank"))
-            also = data.get("also_acceptable") or []
-            return {"class": klass or "none", "rank": rank, "also": list(also)}
+            _, rank = _find(data, _RANK_KEYS)
+            _, also = _find(data, ("also_acceptable",))
+            if isinstance(rank, str) and rank.strip().isdigit():
+                rank = int(rank)
+            return {"class": klass or "none", "rank": rank if isinstance(rank, int) else None, "also": list(also or [])}
     raise FileNotFoundError(case)
 
 

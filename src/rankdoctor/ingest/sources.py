@@ -182,6 +182,8 @@ def _zip_sources(path: Path, display: str) -> Iterator[Source]:
 
 
 _SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv"}
+# inside a folder, source code next to the logs is not evidence (its strings would match)
+_SKIP_SUFFIXES = (".py", ".pyc", ".sh")
 
 
 def expand_inputs(paths: list[str], stdin: BinaryIO | None = None) -> list[Source]:
@@ -200,6 +202,8 @@ def expand_inputs(paths: list[str], stdin: BinaryIO | None = None) -> list[Sourc
             for root, dirs, files in os.walk(path):
                 dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
                 for fn in sorted(files):
+                    if fn.endswith(_SKIP_SUFFIXES):
+                        continue
                     fp = Path(root) / fn
                     if not fp.is_file():
                         continue
