@@ -196,7 +196,8 @@ def cross_rank_candidates(kb, events, coll: CollectiveFinding | None, accused, c
                 evs = ctx + [coll.reports[x].event for x in coll.reporting]
                 out.append(Candidate(entry, min(score, 0.9), r, evs, notes, kind="absent"))
     # peers that lost a connection, and one rank that did not: that rank is the lost peer
-    lost = [e for e in events if e.role == "symptom" and e.entry in {x.id for x in explainers(kb, "dead-peer")}]
+    dead_peer_ids = {x.id for x in explainers(kb, "dead-peer")}
+    lost = [e for e in events if e.role == "symptom" and e.entry in dead_peer_ids]
     if lost and expected and not out and not strong_causes:
         reporters = {e.rank for e in lost if e.rank is not None}
         silent = sorted(expected - reporters - {e.rank for e in timeouts if e.rank is not None})
