@@ -31,7 +31,9 @@ FACTS: dict[str, str] = {
     "py-traceback": r"^Traceback \(most recent call last\):",
     # world size hints
     "world-size": r"\b(?:world_size|WORLD_SIZE|world size)\s*[=:]\s*(?P<world_size>\d+)",
-    "nccl-nranks": r"ncclCommInitRank(?:Config)? comm \S+ rank (?P<rank>\d+) nranks (?P<world_size>\d+)",
+    # NCCL's "comm 0x... rank R nranks N cudaDev D" (init and abort lines): world size, and
+    # which global rank a host's device is
+    "nccl-nranks": r"comm 0x[0-9a-f]+ rank (?P<rank>\d+) nranks (?P<world_size>\d+) cudaDev (?P<device>\d+)",
     "nproc-per-node": r"nproc_per_node\s*[=:]\s*(?P<value>\d+)",
 }
 

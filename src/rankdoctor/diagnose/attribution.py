@@ -14,11 +14,24 @@ def map_local_ranks(events: list[Event], summary: LauncherSummary, scan: ScanRes
     for ev in events:
         if ev.rank is not None and ev.local_rank is not None:
             pairs.setdefault((ev.host, ev.local_rank), ev.rank)
+    # NCCL's "comm 0x.. rank R nranks N cudaDev D" lines: on this host, device D is global rank R
+    # (NCCL's localRank numbers follow the devices in the usual one-GPU-per-rank setup)
+    for f in scan.facts:
+        if f.fact == "nccl-nranks" and f.host and f.captures.get("device", "").isdigit() and f.captures.get("rank", "").isdigit():
+            pairs.setdefault((f.host, int(f.captures["device"])), int(f.captures["rank"]))
     by_local: dict[int, set[int]] = {}
     for (_h, lr), rk in pairs.items():
         by_local.setdefault(lr, set()).add(rk)
     hosts = {h for (h, _), _ in pairs.items() if h} | {e.host for e in events if e.host and e.local_rank is not None}
-    single_node = len(hosts) <= 1 and all(rk == lr for (_h, lr), rk in pairs.items())
+    # one node, unless the logs show it is not: several hosts, a global rank that differs from
+    # its local rank, or global ranks beyond what one node's local ranks cover
+    known_local = {lr for (_h, lr) in pairs} | {e.local_rank for e in events if e.local_rank is not None}
+    max_global = max((e.rank for e in events if e.rank is not None), default=-1)
+    single_node = (
+        len(hosts) <= 1
+        and all(rk == lr for (_h, lr), rk in pairs.items())
+        and (max_global < 8 or max_global <= max(known_local, default=-1))
+    )
 
     def to_global(host: str | None, lr: int) -> int | None:
         if (host, lr) in pairs:

@@ -20,10 +20,13 @@ from .common import (
 )
 
 def accused_ranks(events: list[Event]) -> dict[int, list[Event]]:
+    """Ranks that peers say they lost. A rank that itself reported a timeout is not a lost
+    peer: its connections closed because its own watchdog took it down."""
+    timed_out = {e.rank for e in events if e.role == "symptom" and e.rank is not None and e.cap_int("timeout_ms") is not None}
     out: dict[int, list[Event]] = {}
     for ev in events:
         pr = ev.cap_int("peer_rank")
-        if pr is not None and pr != ev.rank and ev.role == "symptom":
+        if pr is not None and pr != ev.rank and ev.role == "symptom" and pr not in timed_out:
             out.setdefault(pr, []).append(ev)
     return out
 
