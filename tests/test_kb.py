@@ -131,3 +131,13 @@ def test_examples_pointing_at_our_files_are_verbatim(kb):
                 path = ROOT / m.group(1)
                 assert path.is_file(), (e.id, m.group(1))
                 assert ex.text in path.read_text(errors="replace"), (e.id, ex.text[:80])
+
+
+def test_search_by_a_partial_line_uses_rare_words(kb):
+    from rankdoctor.kb.search import search
+
+    # cut before the part the signature needs: the rare word still finds the entry
+    hits = search(kb, "NCCL WARN Call to posix_fallocate failed")
+    assert hits[0][1].id == "nccl-shm-segment-no-space"
+    full = search(kb, "7635c25c81cd:41585:41836 [0] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device")
+    assert full[0][1].id == "nccl-shm-segment-no-space" and "signature" in full[0][2]

@@ -132,6 +132,8 @@ def build_site(kb: KnowledgeBase, out: Path) -> list[Path]:
             "systems": e.systems,
             "tags": e.tags,
             "summary": " ".join(e.summary.split()),
+            # what the log lines of this failure say, so a partial paste still finds it
+            "lines": " ".join(x.text for x in e.examples.match)[:4000],
             "signatures": [{"re": js_regex(s.regex), "i": s.ignore_case} for s in e.signatures],
         }
         for e in entries
