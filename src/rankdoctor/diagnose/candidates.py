@@ -8,7 +8,7 @@ import math
 from ..events import Event
 from ..kb.loader import KnowledgeBase
 from ..kb.model import Entry
-from .collectives import CollectiveFinding, _minority, compress_ranks
+from .collectives import CollectiveFinding, _minority, compress_ranks, ranks_phrase
 from .common import (
     COLLATERAL_EXITS,
     DIAGNOSED_AT,
@@ -18,6 +18,16 @@ from .common import (
     explainers,
     sig_weight,
 )
+
+def _groups(kb: KnowledgeBase, ev: Event) -> set[str]:
+    """Named groups of the signature that matched this event."""
+    try:
+        import re
+
+        return set(re.compile(kb.get(ev.entry).signature(ev.signature).regex).groupindex)
+    except (KeyError, re.error):
+        return set()
+
 
 def accused_ranks(events: list[Event]) -> dict[int, list[Event]]:
     """Ranks that peers say they lost. A rank that itself reported a timeout is not a lost
@@ -67,7 +77,13 @@ def cause_candidates(kb, events, coll, accused, exits, fr_culprits=frozenset()) 
             pr = e.cap_int("peer_rank")
             if pr is not None and pr != e.rank:
                 votes[pr] = votes.get(pr, 0) + 1
-        if votes and entry.scope.value == "rank":
+        names_peer = [e for e in evs if "peer_rank" in _groups(kb, e)]
+        if names_peer and not votes and entry.scope.value == "rank":
+            # the message normally names the other side ("Rank 1 is running X, but Rank 2 is
+            # running Y") but was cut off: the printing rank alone says nothing about who deviated
+            initiating = None
+            notes.append("the lines that would name the other side are cut off; the printing rank is not necessarily the odd one")
+        elif votes and entry.scope.value == "rank":
             # the lines name another rank (e.g. "Rank 1 is running X, but Rank 2 is running Y"):
             # the rank most often named by its peers is the odd one, if the vote is clear
             order = sorted(votes.items(), key=lambda kv: -kv[1])
@@ -205,13 +221,16 @@ def cross_rank_candidates(kb, events, coll: CollectiveFinding | None, accused, c
         reporters = {e.rank for e in lost if e.rank is not None}
         silent = sorted(expected - reporters - {e.rank for e in timeouts if e.rank is not None})
         with_exc = [r for r in silent if any(e.role == "trace" and e.rank == r and e.signature == "python-exception" for e in events)]
-        if reporters and (len(with_exc) == 1 or len(silent) == 1):
-            r = with_exc[0] if len(with_exc) == 1 else silent[0]
-            note = (
-                f"ranks {compress_ranks(reporters)} lost their connection to a peer; of the ranks that did not, "
-                f"rank {r} is the one with an error of its own" if len(silent) > 1 else
-                f"ranks {compress_ranks(reporters)} lost their connection to a peer; rank {r} is the only one that did not"
-            )
+        named = [r for r in silent if r in accused]  # the reporters' messages name this rank
+        if reporters and (len(with_exc) == 1 or len(silent) == 1 or len(named) == 1):
+            r = with_exc[0] if len(with_exc) == 1 else (named[0] if len(named) == 1 else silent[0])
+            lead = f"{ranks_phrase(reporters)} lost their connection to a peer; "
+            if len(silent) == 1:
+                note = lead + f"rank {r} is the only one that did not"
+            elif len(with_exc) == 1:
+                note = lead + f"of the ranks that did not, rank {r} is the one with an error of its own"
+            else:
+                note = lead + f"their messages name rank {r}"
             cand = crashed_with_exception(kb, r, events, lost[:6], note)
             if cand is None:
                 entry, _ = best_explainer(kb, "dead-peer", events, "gloo-peer-connection-lost")
