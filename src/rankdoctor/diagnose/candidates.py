@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import math
+import re
 
 from ..events import Event
 from ..kb.loader import KnowledgeBase
 from ..kb.model import Entry
-from .collectives import CollectiveFinding, _minority, compress_ranks, ranks_phrase
+from .collectives import CollectiveFinding, minority, compress_ranks, ranks_phrase
 from .common import (
     COLLATERAL_EXITS,
     DIAGNOSED_AT,
@@ -22,10 +23,8 @@ from .common import (
 def _groups(kb: KnowledgeBase, ev: Event) -> set[str]:
     """Named groups of the signature that matched this event."""
     try:
-        import re
-
         return set(re.compile(kb.get(ev.entry).signature(ev.signature).regex).groupindex)
-    except (KeyError, re.error):
+    except KeyError:
         return set()
 
 
@@ -298,7 +297,7 @@ def fingerprint_candidate(kb: KnowledgeBase, events: list[Event]) -> Candidate |
     shape = {r: (e.captures.get("op"), e.captures.get("value")) for r, e in last.items()}
     if len(set(shape.values())) < 2:
         return None
-    culprits, clear = _minority(shape)  # type: ignore[arg-type]
+    culprits, clear = minority(shape)  # type: ignore[arg-type]
     detail = "; ".join(f"rank {r}: SeqNum={e.captures.get('seq')} {e.captures.get('op')} {e.captures.get('value') or ''}".strip() for r, e in sorted(last.items()))
     entry, ctx = best_explainer(kb, "desync", events, "collective-sequence-mismatch")
     r = culprits[0] if clear and len(culprits) == 1 else None

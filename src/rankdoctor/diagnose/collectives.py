@@ -40,7 +40,7 @@ class CollectiveFinding:
     reports: dict[int, Report] = field(default_factory=dict)
 
 
-def _minority(values: dict[int, object]) -> tuple[list[int], bool]:
+def minority(values: dict[int, object]) -> tuple[list[int], bool]:
     """Ranks whose value differs from the clear majority; (ranks, clear?)."""
     counts = Counter(values.values())
     if len(counts) < 2:
@@ -85,7 +85,7 @@ def analyse(events: list[Event], expected_ranks: set[int] | None) -> CollectiveF
 
     # 1. different collectives at the same sequence number
     if len(set(seqs.values())) == 1 and len({v for v in ops.values()}) > 1:
-        culprits, clear = _minority(ops)
+        culprits, clear = minority(ops)
         detail = "; ".join(
             f"rank {r}: {op}{'' if n is None else f' NumelIn={n}'}" for r, (op, n) in sorted(ops.items())
         )
@@ -102,7 +102,7 @@ def analyse(events: list[Event], expected_ranks: set[int] | None) -> CollectiveF
     # 2. different sequence numbers or enqueue counters
     for name, values in (("SeqNum", seqs), ("last enqueued work", enq)):
         if len(set(values.values())) > 1:
-            culprits, clear = _minority(values)
+            culprits, clear = minority(values)
             detail = ", ".join(f"rank {r}: {v}" for r, v in sorted(values.items()))
             return CollectiveFinding(
                 "desync", culprits, reporting, f"ranks disagree on {name} ({detail})", 0.8 if clear else 0.6, barrier_like, reports

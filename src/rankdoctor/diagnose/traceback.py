@@ -7,7 +7,8 @@ import re
 from ..ingest.prefix import parse_prefix
 
 _FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<func>[\w<>.]+)')
-_LIBRARY = re.compile(r"(?:site-packages|dist-packages|/lib/python\d|<frozen |/torch/|\\torch\\|/_pytest/)")
+# paths of installed libraries and the interpreter: not the user's code
+LIBRARY_PATH = re.compile(r"(?:site-packages|dist-packages|/lib/python\d|<frozen |/torch/|\\torch\\|/_pytest/)")
 
 
 def user_call_site(context: list[str], rank: int | None = None) -> str | None:
@@ -27,6 +28,6 @@ def user_call_site(context: list[str], rank: int | None = None) -> str | None:
         elif "Traceback (most recent call last)" in line:
             frames = []  # a new traceback starts: only the last one matters
     for path, line, func in reversed(frames):
-        if not _LIBRARY.search(path):
+        if not LIBRARY_PATH.search(path):
             return f"{path}:{line} in {func}"
     return None

@@ -11,14 +11,13 @@ others wait in are lagging; ranks without a dump are reported with what that hid
 from __future__ import annotations
 
 import ast
-import re
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..diagnose.collectives import minority
+from ..diagnose.traceback import LIBRARY_PATH
 from .load import Dump
 
-_LIBRARY = re.compile(r"(?:site-packages|dist-packages|/lib/python\d|<frozen |/torch/|\\torch\\)")
 # dtypes of equal size: swapping one for another runs silently and corrupts the values
 _DTYPE_BYTES = {
     "Double": 8, "Long": 8, "ComplexFloat": 8,
@@ -131,7 +130,7 @@ def call_site(frames: Any) -> str | None:
         if not isinstance(fr, dict):
             continue
         fn = str(fr.get("filename", ""))
-        if fn and not _LIBRARY.search(fn):
+        if fn and not LIBRARY_PATH.search(fn):
             return f"{fn}:{fr.get('line')}"
     return None
 
@@ -188,13 +187,8 @@ def _members(dumps: list[Dump]) -> set[int]:
 
 
 def _minority(values: dict[int, Any]) -> list[int]:
-    counts = Counter(values.values())
-    if len(counts) < 2:
-        return []
-    (top, n1), (_, n2) = counts.most_common(2)
-    if n1 == n2:
-        return []
-    return sorted(r for r, v in values.items() if v != top)
+    """The ranks outside a clear majority (none when the camps are equal)."""
+    return minority(values)[0]
 
 
 def _status(d: Dump, pg_id: str) -> tuple[int | None, int | None]:
