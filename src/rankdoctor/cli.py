@@ -75,26 +75,29 @@ def diagnose(
     Exit status: 0 no failure found, 1 failure diagnosed, 3 failure evidence but
     inconclusive, 2 usage or input error.
     """
-    from .diagnose.engine import diagnose as run_diagnosis
-    from .ingest.sources import InputError, expand_inputs
-    from .flightrec.load import DumpError, dumps_near
+    from .flightrec.load import DumpError
+    from .ingest.sources import InputError
     from .parallel import progress_for, scan_parallel
+    from .pipeline import diagnose_paths
 
     # the knowledge base is validated by `make check-kb` and the tests; here it is only parsed
     kb = _load_kb(entries, check=False)
-    bar = None
+    bars = []
+
+    def scan_with_progress(sources):
+        bars.append(progress_for(sources, quiet))
+        return scan_parallel(kb, sources, jobs=jobs, progress=bars[-1])
+
     try:
-        dumps, fr_problems, dump_files = dumps_near(paths, fr)
-        sources = [s for s in expand_inputs(paths) if s.name not in dump_files]
-        bar = progress_for(sources, quiet)
-        scan = scan_parallel(kb, sources, jobs=jobs, progress=bar)
+        result, scan, dumps = diagnose_paths(kb, paths, scan_with_progress, fr)
     except (InputError, DumpError) as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
         raise typer.Exit(130)
     finally:
-        if bar:
-            bar.close()
+        for bar in bars:
+            if bar:
+                bar.close()
     text_inputs = [i for i in scan.inputs if i.bytes and not any("not a text log" in w for w in i.warnings)]
     if not text_inputs and not dumps:
         reasons = [w for i in scan.inputs for w in i.warnings]
@@ -102,13 +105,6 @@ def diagnose(
             _fail(reasons[0])
         names = ", ".join(i.path for i in scan.inputs) or "input"
         _fail(f"{names}: empty input, nothing to diagnose")
-    fr_report = None
-    if dumps:
-        from .flightrec.analyze import analyze
-
-        fr_report = analyze(dumps)
-    scan.warnings.extend(fr_problems)
-    result = run_diagnosis(kb, scan, fr_report)
     if output and output.exists() and output.resolve() in {Path(p).resolve() for p in paths if p != "-"}:
         _fail(f"{output}: refusing to overwrite an input file")
     if fmt is Format.json:

@@ -18,8 +18,6 @@ from pathlib import Path
 
 import yaml
 
-from .diagnose.engine import diagnose
-from .ingest.sources import expand_inputs
 from .kb.loader import KnowledgeBase, load_kb
 from .scan import Scanner, scan_sources
 
@@ -105,14 +103,12 @@ def evidence_paths(case: Path) -> list[str]:
 def run_case(kb: KnowledgeBase, scanner: Scanner, case: Path, paths: list[str] | None = None, use_fr: bool = True) -> Outcome:
     """Diagnose one case as `rankdoctor diagnose <evidence>` would, Flight Recorder dumps
     in the case folder included (``use_fr=False``: logs only)."""
-    from .flightrec.analyze import analyze
-    from .flightrec.load import dumps_near
+    from .pipeline import diagnose_paths
 
     label = read_label(case)
-    paths = paths or evidence_paths(case)
-    dumps, _, dump_files = dumps_near([str(case)]) if use_fr else ([], [], set())
-    sources = [s for s in expand_inputs(paths) if s.name not in dump_files]
-    d = diagnose(kb, scan_sources(kb, sources, scanner), analyze(dumps) if dumps else None)
+    d, _, _ = diagnose_paths(
+        kb, paths or evidence_paths(case), lambda sources: scan_sources(kb, sources, scanner), fr=[str(case)], use_fr=use_fr
+    )
     top = d.diagnoses[0] if d.diagnoses else None
     return Outcome(
         case.name,
