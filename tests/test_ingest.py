@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import random
 import tarfile
 import zipfile
 
@@ -12,7 +13,8 @@ import zstandard
 
 from rankdoctor.ingest.names import attribution_from_name
 from rankdoctor.ingest.prefix import Dialect, clean, parse_prefix, sniff_dialect
-from rankdoctor.ingest.sources import InputError, expand_inputs, iter_chunks, looks_binary
+from rankdoctor.ingest import sources as sources_mod
+from rankdoctor.ingest.sources import InputError, expand_inputs, iter_chunks, iter_file_chunks, looks_binary
 from rankdoctor.scan import scan_sources, scan_text
 
 
@@ -149,9 +151,27 @@ def test_interleaved_ranks_mid_line(kb):
 
 def test_chunks_are_newline_aligned():
     data = b"".join(b"line %d\n" % i for i in range(100000))
-    chunks = list(iter_chunks(io.BytesIO(data), chunk_size=4096))
+    chunks = [d[:n] for d, n in iter_chunks(io.BytesIO(data), chunk_size=4096)]
     assert b"".join(chunks) == data
     assert all(c.endswith(b"\n") for c in chunks)
+
+
+def test_file_chunks_equal_stream_chunks(tmp_path, monkeypatch):
+    """Positioned reads of a plain file give exactly the (data, n) pairs a sequential read
+    gives: lines longer than MAX_LINE, a short piece of a line at a block end, no newline
+    at the end, an empty file."""
+    rnd = random.Random(7)
+    path = tmp_path / "x.log"
+    for _ in range(400):
+        lines = [b"x" * rnd.choice([0, 1, 5, 20, 60, 200, 700]) + (b"\n" if rnd.random() < 0.9 else b"") for _ in range(rnd.randrange(40))]
+        data = b"".join(lines)
+        path.write_bytes(data)
+        size = rnd.choice([16, 32, 64, 100])
+        monkeypatch.setattr(sources_mod, "MAX_LINE", rnd.choice([8, 15, size - 1]))
+        with open(path, "rb") as f:
+            stream = list(iter_chunks(f, size))
+        assert list(iter_file_chunks(path, 0, None, size)) == stream
+        assert b"".join(d[:n] for d, n in stream) == data
 
 
 def test_binary_detection():

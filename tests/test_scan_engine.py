@@ -47,3 +47,40 @@ def test_scanner_finds_what_re_finds(kb, scanner, path):
     got = {(e.line, f"{e.entry}/{e.signature}") for e in res.events} | {(f.line, f"/{f.fact}") for f in res.facts}
     want = _reference(scanner, data)
     assert want - got == set(), f"scanner missed {sorted(want - got)[:5]}"
+
+
+def test_prefilter_starts_at_the_longest_literal():
+    from rankdoctor.scan import prefilter, to_hs
+
+    ssh = r"(?P<host>[\w.-]+): [\w.-]+@[\w.-]+: Permission denied \((?:publickey|password)[\w,-]*\)"
+    assert to_hs(ssh) == rb": Permission denied \((?:publickey|password)[\w,-]*\)"
+    # a top-level alternation, a leading global flag, a short literal: used whole
+    assert prefilter(r"foo \d+|bar baz qux") == r"foo \d+|bar baz qux"
+    assert prefilter(r"(?i)\w+ timed out after") == r"(?i)\w+ timed out after"
+    assert prefilter(r"\d+ab\d+") == r"\d+ab\d+"
+    # quantified characters and escapes are not literal; a class with "]" inside is one atom
+    assert prefilter(r"[]\w]+x?y Watchdog caught\.") == r"y Watchdog caught\."
+    assert prefilter(r"^\s*\[(?:\d+)\]:[ \t]*$") == r"^\s*\[(?:\d+)\]:[ \t]*$"
+
+
+def test_prefilter_keeps_every_example_line(kb):
+    """The cut pattern is a prefilter: every line the whole regex matches must match it."""
+    import re
+
+    from rankdoctor.scan import to_hs
+
+    checked = 0
+    for e in kb:
+        for s in e.signatures:
+            hs = to_hs(s.regex).decode()
+            try:
+                cut = re.compile(hs, re.I if s.ignore_case else 0)
+            except re.error:  # hyperscan-only syntax; the scanner test above covers it
+                continue
+            full = re.compile(s.regex, re.I if s.ignore_case else 0)
+            for ex in e.examples.match:
+                line = ex.text
+                if full.search(line):
+                    assert cut.search(line), (e.id, s.id, hs, line)
+                    checked += 1
+    assert checked > 500

@@ -59,6 +59,20 @@ def _load_kb(entries: Optional[Path], check: bool = True):
         _fail(f"knowledge base is invalid: {first}")
 
 
+def _loader(load):
+    """What the main process does while scan workers run: load the knowledge base and
+    import the engine that will read the scan."""
+
+    def run() -> None:
+        import importlib
+
+        load()
+        for module in ("rankdoctor.diagnose.engine", "rankdoctor.report.jsonout"):
+            importlib.import_module(module)
+
+    return run
+
+
 @app.command()
 def diagnose(
     paths: list[str] = typer.Argument(..., help="Log files, directories, archives (.gz .zst .tar .zip), or - for stdin."),
@@ -75,21 +89,28 @@ def diagnose(
     Exit status: 0 no failure found, 1 failure diagnosed, 3 failure evidence but
     inconclusive, 2 usage or input error.
     """
+    from functools import cache
+
     from .flightrec.load import DumpError
     from .ingest.sources import InputError
     from .parallel import progress_for, scan_parallel
     from .pipeline import diagnose_paths
+    from .scan import scanner_for
 
-    # the knowledge base is validated by `make check-kb` and the tests; here it is only parsed
-    kb = _load_kb(entries, check=False)
+    # The knowledge base is validated by `make check-kb` and the tests; here it is only
+    # parsed (or taken from the cache). The scanner needs only its pattern table, cached on
+    # its own, so on a large input the workers start scanning while this process loads
+    # the knowledge base and the engine.
+    load = cache(lambda: _load_kb(entries, check=False))
     bars = []
 
     def scan_with_progress(sources):
         bars.append(progress_for(sources, quiet))
-        return scan_parallel(kb, sources, jobs=jobs, progress=bars[-1])
+        scanner = scanner_for(entries, load)
+        return scan_parallel(None, sources, jobs=jobs, progress=bars[-1], scanner=scanner, meanwhile=_loader(load))
 
     try:
-        result, scan, dumps = diagnose_paths(kb, paths, scan_with_progress, fr)
+        result, scan, dumps = diagnose_paths(load, paths, scan_with_progress, fr)
     except (InputError, DumpError) as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
@@ -118,7 +139,7 @@ def diagnose(
     elif fmt is Format.html:
         from .report.html import render_html
 
-        _emit(render_html(result, scan, kb), output)
+        _emit(render_html(result, scan, load()), output)
     else:
         from rich.console import Console
 

@@ -1,7 +1,7 @@
 """The same scan as ``scan_sources``, spread over one process per core.
 
 Work items are whole sources, or byte ranges of a large plain file. A range starts and
-ends where the single-process chunk reader (``ingest.sources.iter_chunks``) would start
+ends where the single-process chunk reader (``ingest.sources.iter_file_chunks``) would start
 and end a chunk — right after the last newline before a multiple of the chunk size — so
 every chunk a worker scans is byte-for-byte a chunk ``scan_sources`` scans: the same hits,
 the same rank samples, the same traceback context (a worker reads the bytes just before
@@ -16,7 +16,6 @@ available the scan runs in one process.
 
 from __future__ import annotations
 
-import io
 import multiprocessing as mp
 import os
 import signal
@@ -25,12 +24,15 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .events import InputStats, ScanResult
 from .ingest import sources as _sources
-from .ingest.sources import CHUNK, Source, iter_chunks, looks_binary
-from .kb.loader import KnowledgeBase
+from .ingest.sources import CHUNK, Source, iter_file_chunks, looks_binary
 from .scan import CONTEXT_BYTES, Cursor, Scanner, scan_sources, sniff_chunk
+
+if TYPE_CHECKING:
+    from .kb.loader import KnowledgeBase
 
 SMALL_TOTAL = 8 << 20  # below this many bytes in all, one process (no pool start-up)
 PROGRESS_MIN = 50 << 20  # a progress bar only for inputs at least this large
@@ -55,41 +57,6 @@ def _plain_path(source: Source) -> Path | None:
 
 
 # -- byte ranges ---------------------------------------------------------------------------
-
-
-class _RangeReader(io.RawIOBase):
-    """Bytes [start, end) of a file, read so that ``iter_chunks`` cuts them exactly where it
-    cuts the whole file: the first read stops at the next multiple of the chunk size, the
-    following reads are whole chunks (the whole file is read in whole chunks from 0)."""
-
-    def __init__(self, path: Path, start: int, end: int, chunk_size: int):
-        self._f = open(path, "rb", buffering=0)
-        self._f.seek(start)
-        self._pos = start
-        self._end = end
-        self._chunk = chunk_size
-
-    def readable(self) -> bool:
-        return True
-
-    def read1(self, n: int = -1) -> bytes:
-        left = self._end - self._pos
-        if left <= 0:
-            return b""
-        if self._pos % self._chunk:  # first read of a range: up to the next chunk multiple
-            want = self._chunk - self._pos % self._chunk
-        else:
-            want = n if n and n > 0 else self._chunk
-        want = min(want, left)
-        data = self._f.read(want)
-        self._pos += len(data)
-        return data
-
-    read = read1
-
-    def close(self) -> None:
-        self._f.close()
-        super().close()
 
 
 def chunk_boundary(f, at: int, chunk_size: int) -> int:
@@ -164,8 +131,7 @@ def _scan_range(r: _Range, dialect, chunk_size: int) -> _RangeResult:
                 lo = max(r.tail_from, r.start - CONTEXT_BYTES)
                 f.seek(lo)
                 cur.tail = f.read(r.start - lo)
-        with _RangeReader(r.path, r.start, r.end, chunk_size) as f:
-            scanner.scan_chunks(iter_chunks(f, chunk_size), r.name, base, result, stats, cur)
+        scanner.scan_chunks(iter_file_chunks(r.path, r.start, r.end, chunk_size), r.name, base, result, stats, cur)
     except (OSError, EOFError, ValueError) as exc:
         stats.warnings.append(f"{r.name}: input ends early ({exc}); read what was intact")
     newlines = cur.line_base
@@ -188,7 +154,7 @@ def _shift(result: ScanResult, lines: int) -> None:
 
 
 def scan_parallel(
-    kb: KnowledgeBase,
+    kb: "KnowledgeBase | None",
     sources: Iterable[Source],
     jobs: int | None = None,
     progress: Progress | None = None,
@@ -197,6 +163,7 @@ def scan_parallel(
     chunk_size: int = CHUNK,
     range_bytes: int | None = None,
     min_parallel_bytes: int = SMALL_TOTAL,
+    meanwhile: Callable[[], object] | None = None,
 ) -> ScanResult:
     """``scan_sources(kb, sources)``, computed by ``jobs`` processes (default: one per core).
 
@@ -204,7 +171,9 @@ def scan_parallel(
     statistics, tails and ranks seen. ``progress(done, total)`` is called in this process
     as work items finish. ``range_bytes`` (default: adaptive, at most 64 MiB) is the length
     of the byte ranges large plain files are split into; ``min_parallel_bytes`` is the
-    total below which no pool is started.
+    total below which no pool is started. ``meanwhile()`` is called in this process once
+    the workers have their work (the CLI parses the knowledge base then), not at all for
+    small inputs.
     """
     sources = list(sources)
     jobs = default_jobs() if jobs is None else max(1, jobs)
@@ -231,12 +200,11 @@ def scan_parallel(
             plan.append(("whole", i, sizes[i]))
             continue
         try:
-            with open(path, "rb") as f:
-                first = next(iter_chunks(f, chunk_size), b"")
-            if not first or looks_binary(first[:65536]):
+            data, n = next(iter_file_chunks(path, 0, None, chunk_size), (b"", 0))
+            if not n or looks_binary(data[:65536]):
                 raise ValueError("not splittable")
-            dialect = sniff_chunk(first)
-            del first
+            dialect = sniff_chunk(data[: min(n, 65536)])
+            del data
             cuts = split_file(path, sizes[i], range_bytes, chunk_size)
         except (OSError, ValueError):
             plan.append(("whole", i, sizes[i]))
@@ -260,6 +228,8 @@ def scan_parallel(
             else:
                 futures.append(None)
         # the pool has forked its workers now; a progress bar may start its thread
+        if meanwhile is not None:
+            meanwhile()
         out = ScanResult()
         for item, fut in zip(plan, futures):
             kind, index = item[0], item[1]

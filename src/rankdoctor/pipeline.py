@@ -5,24 +5,28 @@ other caller go through here, so they diagnose the same way."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from .diagnose.engine import diagnose
-from .diagnose.model import Diagnosis
 from .events import ScanResult
 from .flightrec.load import Dump, dumps_near
 from .ingest.sources import Source, expand_inputs
-from .kb.loader import KnowledgeBase
+
+if TYPE_CHECKING:
+    from .diagnose.model import Diagnosis
+    from .kb.loader import KnowledgeBase
 
 
 def diagnose_paths(
-    kb: KnowledgeBase,
+    kb: "KnowledgeBase | Callable[[], KnowledgeBase]",
     paths: list[str],
     scan: Callable[[list[Source]], ScanResult],
     fr: list[str] | None = None,
     use_fr: bool = True,
-) -> tuple[Diagnosis, ScanResult, list[Dump]]:
+) -> "tuple[Diagnosis, ScanResult, list[Dump]]":
     """Diagnose the logs under ``paths`` with ``scan`` (single or parallel). Dumps inside the
     given folders, and under ``fr``, are evidence too and are left out of the log scan.
+    ``kb`` may be a function that loads the knowledge base: it is called after the scan
+    (the scan may have called it already, while its workers ran).
     Raises InputError / DumpError for input that cannot be read."""
     dumps, problems, dump_files = dumps_near(paths, fr) if use_fr else ([], [], set())
     result = scan([s for s in expand_inputs(paths) if s.name not in dump_files])
@@ -32,4 +36,8 @@ def diagnose_paths(
         from .flightrec.analyze import analyze
 
         report = analyze(dumps)
+    from .diagnose.engine import diagnose
+
+    if callable(kb):
+        kb = kb()
     return diagnose(kb, result, report), result, dumps

@@ -7,21 +7,23 @@ confirms them and reads the named groups). Python work happens only on lines tha
 
 from __future__ import annotations
 
-import hashlib
-import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import hyperscan
 
 from .events import Event, Fact, InputStats, ScanResult
-from .facts import FACTS
+from .facts import FACT_PREFILTER, FACTS
 from .ingest.names import attribution_from_name
 from .ingest.prefix import Attribution, Dialect, clean, parse_prefix, sniff_dialect
-from .ingest.sources import CHUNK, Source, iter_chunks, looks_binary
-from .kb.loader import KnowledgeBase
+from .ingest.sources import CHUNK, Source, iter_chunks, iter_file_chunks, looks_binary
+from .kb import cache
+
+if TYPE_CHECKING:
+    from .kb.loader import KnowledgeBase
 
 _NAMED = re.compile(r"\(\?P<[A-Za-z_]\w*>")
 _BACKREF = re.compile(r"\(\?P=\w+\)")
@@ -29,6 +31,7 @@ MAX_TEXT = 2000  # characters of a hit line kept as evidence
 CONTEXT_LINES = 40  # lines before a cause line kept (tracebacks)
 CONTEXT_BYTES = 16 << 10
 _SAMPLE_LINES = 100  # lines per chunk sampled for rank prefixes (hit lines add theirs too)
+_SAMPLE_BYTES = 64 << 10  # where those lines are looked for first
 TAIL_LINES = 200  # lines at the end of each source read for "last sign of life"
 # Every prefix of ingest/prefix.py that yields a rank, local rank or host contains one of
 # these (torchrun [rankN]: / [defaultN]:, Open MPI, Lightning, kubectl, NCCL host:pid:tid
@@ -42,14 +45,118 @@ _IN_MESSAGE_RANK = re.compile(r"\[(?:PG ID 0 PG GUID 0\(default_pg\) |PG 0 \(def
 
 
 def to_hs(regex: str) -> bytes:
-    """Translate a Python regex into the dialect hyperscan reads (prefilter mode)."""
+    """Translate a Python regex into the dialect hyperscan reads (prefilter mode): named
+    groups become plain groups, back-references any text, and only the part from the
+    longest top-level literal on is kept (see ``prefilter``)."""
     rx = _NAMED.sub("(?:", regex)
     rx = _BACKREF.sub(".*", rx)
     if rx.startswith("^"):
         rx = rx[1:]
         while rx.startswith(("\\s*", "\\s+", " *", " +")):
             rx = rx[3:] if rx[2] in "*+" else rx[2:]
-    return rx.encode("utf-8")
+    return prefilter(rx).encode("utf-8")
+
+
+_QUANT = re.compile(r"(?:[*+?]|\{\d*(?:,\d*)?\})[?+]?")
+
+
+def _atoms(rx: str) -> list[tuple[int, int, str | None]] | None:
+    """The top-level atoms of a regex as (start, end, literal char or None), a quantified
+    atom counting as not literal; None when the regex has a top-level ``|`` or is not
+    something this reader follows (then it is used as it is)."""
+    atoms: list[tuple[int, int, str | None]] = []
+    i, n = 0, len(rx)
+    while i < n:
+        c = rx[i]
+        lit: str | None = None
+        if c == "\\":
+            if i + 1 >= n:
+                return None
+            nxt = rx[i + 1]
+            lit = nxt if not nxt.isalnum() else None
+            j = i + 2
+        elif c == "[":
+            j = _class_end(rx, i)
+        elif c == "(":
+            j = _group_end(rx, i)
+        elif c == "|":
+            return None
+        elif c in ")]":
+            return None
+        else:
+            lit = None if c in ".^$" else c
+            j = i + 1
+        if j is None:
+            return None
+        q = _QUANT.match(rx, j)
+        if q:
+            lit, j = None, q.end()
+        atoms.append((i, j, lit))
+        i = j
+    return atoms
+
+
+def _class_end(rx: str, i: int) -> int | None:
+    j = i + 1
+    if j < len(rx) and rx[j] == "^":
+        j += 1
+    if j < len(rx) and rx[j] == "]":
+        j += 1
+    while j < len(rx):
+        if rx[j] == "\\":
+            j += 2
+            continue
+        if rx[j] == "]":
+            return j + 1
+        j += 1
+    return None
+
+
+def _group_end(rx: str, i: int) -> int | None:
+    depth, j = 0, i
+    while j < len(rx):
+        c = rx[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c == "[":
+            k = _class_end(rx, j)
+            if k is None:
+                return None
+            j = k
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        j += 1
+    return None
+
+
+def prefilter(rx: str, min_literal: int = 4) -> str:
+    """The part of a top-level concatenation from its longest plain literal on.
+
+    Every line the whole regex matches also matches this suffix, so it is a valid
+    prefilter (``re`` confirms each hit line); hyperscan then starts from a literal
+    instead of running an automaton for a leading ``[\\w.-]+: \\S+@`` over every byte."""
+    atoms = _atoms(rx)
+    if not atoms or rx.startswith("(?") and not rx.startswith(("(?:", "(?P", "(?=", "(?!", "(?<")):
+        return rx  # a global inline flag leads the pattern: leave it whole
+    best_len, best_at, run_len, run_at = 0, 0, 0, 0
+    for k, (_s, _e, lit) in enumerate(atoms):
+        if lit is None:
+            run_len = 0
+            continue
+        if run_len == 0:
+            run_at = k
+        run_len += 1
+        if run_len > best_len:
+            best_len, best_at = run_len, run_at
+    if best_len < min_literal or best_at == 0:
+        return rx
+    return rx[atoms[best_at][0] :]
 
 
 _HS_FLAGS = hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_MULTILINE | hyperscan.HS_FLAG_ALLOWEMPTY
@@ -66,35 +173,23 @@ def hs_compile_one(regex: str, ignore_case: bool = False) -> str | None:
     return None
 
 
-def _cache_dir() -> Path | None:
-    if os.environ.get("RANKDOCTOR_CACHE", "1") in ("0", "off", "no"):
-        return None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "rankdoctor"
-
-
 def _database(exprs: list[bytes], flags: list[int]) -> hyperscan.Database:
     """The compiled database for these patterns; compiled once, then loaded from the user's
     cache (``~/.cache/rankdoctor``, keyed by the patterns and the hyperscan version;
     RANKDOCTOR_CACHE=0 turns it off). Anything wrong with the cache: compile again."""
-    key = hashlib.sha256(repr((hyperscan.__version__, exprs, flags)).encode()).hexdigest()[:40]
-    cache = _cache_dir()
-    path = cache / f"hs-{key}.db" if cache else None
-    if path is not None:
+    key = repr((hyperscan.__version__, exprs, flags))
+    data = cache.load("hs", key)
+    if isinstance(data, bytes):
         try:
-            return hyperscan.loadb(path.read_bytes(), hyperscan.HS_MODE_BLOCK)
-        except (OSError, hyperscan.error, TypeError, ValueError):
+            return hyperscan.loadb(data, hyperscan.HS_MODE_BLOCK)
+        except (hyperscan.error, TypeError, ValueError):
             pass
     db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=flags)
-    if path is not None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}")
-            tmp.write_bytes(hyperscan.dumpb(db))
-            os.replace(tmp, path)
-        except (OSError, hyperscan.error):
-            pass
+    try:
+        cache.store("hs", key, hyperscan.dumpb(db))
+    except hyperscan.error:
+        pass
     return db
 
 
@@ -115,30 +210,77 @@ def sniff_chunk(chunk: bytes) -> Dialect:
     return sniff_dialect(head)
 
 
-@dataclass(frozen=True)
 class Pattern:
-    kind: str  # "sig" or "fact"
-    entry: str
-    signature: str
-    role: str
-    rx: re.Pattern[str]
+    """One signature or structural fact; its Python regex is compiled when a line first
+    hits it (most patterns never hit: compiling all ~400 would cost each run 30 ms)."""
+
+    __slots__ = ("kind", "entry", "signature", "role", "regex", "flags", "_rx")
+
+    def __init__(self, kind: str, entry: str, signature: str, role: str, regex: str, flags: int = 0):
+        self.kind, self.entry, self.signature, self.role, self.regex, self.flags = kind, entry, signature, role, regex, flags
+        self._rx: re.Pattern[str] | None = None
+
+    @property
+    def rx(self) -> re.Pattern[str]:
+        if self._rx is None:
+            self._rx = re.compile(self.regex, self.flags)
+        return self._rx
+
+
+# (entry id, signature id, role, Python regex, ignore case, hyperscan expression)
+Row = tuple[str, str, str, str, bool, bytes]
+
+
+def pattern_table(kb: "KnowledgeBase") -> list[Row]:
+    """Every signature of the knowledge base as the scanner needs it (plain data: cached)."""
+    return [(e.id, s.id, s.role.value, s.regex, s.ignore_case, to_hs(s.regex)) for e in kb for s in e.signatures]
+
+
+def scanner_for(directory: Path | None, load_kb: Callable[[], "KnowledgeBase"]) -> "Scanner":
+    """The scanner for the entries in ``directory`` (default: the installed ones): its
+    pattern table and compiled database as cached for exactly these entry files and this
+    code when they are (no YAML parsed, no pydantic imported); ``load_kb`` is called only
+    when they are not."""
+    directory = directory or cache.default_entries_dir()
+    key = cache.fingerprint(directory)
+    plan = cache.load("scanner", key)
+    if plan is not None:
+        try:
+            table, compiled = plan
+            return Scanner(table=table, compiled=compiled)
+        except (hyperscan.error, TypeError, ValueError):
+            pass
+    scanner = Scanner(table=pattern_table(load_kb()))
+    try:
+        cache.store("scanner", key, (scanner.table, hyperscan.dumpb(scanner.db)))
+    except hyperscan.error:
+        pass
+    return scanner
 
 
 class Scanner:
-    def __init__(self, kb: KnowledgeBase):
+    def __init__(self, kb: "KnowledgeBase | None" = None, *, table: list[Row] | None = None, compiled: bytes | None = None):
+        """From a knowledge base, or from its pattern table; ``compiled`` is the database
+        ``hyperscan.dumpb`` wrote for this table (else it is compiled, or taken from the
+        cache)."""
+        if table is None:
+            if kb is None:
+                raise TypeError("Scanner needs a knowledge base or a pattern table")
+            table = pattern_table(kb)
+        self.table = table
         self.patterns: list[Pattern] = []
         exprs: list[bytes] = []
         flags: list[int] = []
-        for e in kb:
-            for s in e.signatures:
-                self.patterns.append(Pattern("sig", e.id, s.id, s.role.value, re.compile(s.regex, re.I if s.ignore_case else 0)))
-                exprs.append(to_hs(s.regex))
-                flags.append(_HS_FLAGS | (hyperscan.HS_FLAG_CASELESS if s.ignore_case else 0))
+        for entry, sig, role, regex, ignore_case, expr in table:
+            self.patterns.append(Pattern("sig", entry, sig, role, regex, re.I if ignore_case else 0))
+            exprs.append(expr)
+            flags.append(_HS_FLAGS | (hyperscan.HS_FLAG_CASELESS if ignore_case else 0))
         for fid, regex in FACTS.items():
-            self.patterns.append(Pattern("fact", "", fid, "fact", re.compile(regex)))
-            exprs.append(to_hs(regex))
-            flags.append(_HS_FLAGS)
-        self.db = _database(exprs, flags)
+            self.patterns.append(Pattern("fact", "", fid, "fact", regex))
+            if compiled is None:
+                exprs.append(FACT_PREFILTER[fid].encode() if fid in FACT_PREFILTER else to_hs(regex))
+                flags.append(_HS_FLAGS)
+        self.db = hyperscan.loadb(compiled, hyperscan.HS_MODE_BLOCK) if compiled is not None else _database(exprs, flags)
         self._scratch = hyperscan.Scratch(self.db)
         self.db.scratch = self._scratch
 
@@ -172,14 +314,13 @@ class Scanner:
         base = self.note_name(source.name, result)
         cur = Cursor()
         try:
-            stream = source.opener()
-        except OSError as exc:
-            stats.warnings.append(f"{source.name}: cannot read: {exc}")
-            return result
-        try:
-            with stream:
-                if not self.scan_chunks(iter_chunks(stream, chunk_size), source.name, base, result, stats, cur):
+            if source.path is not None:  # a plain file: positioned reads, no copies
+                if not self.scan_chunks(iter_file_chunks(source.path, 0, None, chunk_size), source.name, base, result, stats, cur):
                     return result
+            else:
+                with source.opener() as stream:
+                    if not self.scan_chunks(iter_chunks(stream, chunk_size), source.name, base, result, stats, cur):
+                        return result
         except (OSError, EOFError, ValueError) as exc:  # truncated gzip/zstd, damaged archive
             stats.warnings.append(f"{source.name}: input ends early ({exc}); read what was intact")
         self.finish(source.name, base, result, stats, cur)
@@ -195,24 +336,29 @@ class Scanner:
         return base
 
     def scan_chunks(
-        self, chunks: Iterable[bytes], name: str, base: Attribution, result: ScanResult, stats: InputStats, cur: "Cursor"
+        self, chunks: Iterable[tuple[bytes, int]], name: str, base: Attribution, result: ScanResult, stats: InputStats, cur: "Cursor"
     ) -> bool:
         """Scan newline-aligned chunks, advancing ``cur``; False when the source is not text.
+
+        Each chunk is ``(data, n)``: the chunk is ``data[:n]``; bytes after ``n`` (the start
+        of a line the next chunk holds whole) are scanned with it but their hits ignored.
 
         ``cur`` may start mid-file (a byte range of a split file: its dialect, the bytes
         before it, line numbers relative to the range), see ``parallel.py``.
         """
-        for chunk in chunks:
+        for chunk, n in chunks:
             if cur.dialect is None:
+                # (the bytes after n are this source's too: a short first line is not the
+                # whole sample)
                 if looks_binary(chunk[:65536]):
                     stats.warnings.append(f"{name}: not a text log (binary data); skipped")
-                    stats.bytes = len(chunk)
+                    stats.bytes = n
                     return False
-                cur.dialect = sniff_chunk(chunk)
-            self._scan_chunk(chunk, cur.line_base, cur.tail, name, base, cur.dialect, result)
-            stats.bytes += len(chunk)
-            cur.line_base += chunk.count(b"\n")
-            cur.tail = chunk[-CONTEXT_BYTES:]
+                cur.dialect = sniff_chunk(chunk[: min(n, 65536)])
+            self._scan_chunk(chunk, n, cur.line_base, cur.tail, name, base, cur.dialect, result)
+            stats.bytes += n
+            cur.line_base += chunk.count(b"\n", 0, n)
+            cur.tail = chunk[max(0, n - CONTEXT_BYTES) : n]
         return True
 
     def finish(self, name: str, base: Attribution, result: ScanResult, stats: InputStats, cur: "Cursor") -> None:
@@ -245,6 +391,7 @@ class Scanner:
     def _scan_chunk(
         self,
         chunk: bytes,
+        n: int,
         line_base: int,
         tail: bytes,
         name: str,
@@ -252,36 +399,43 @@ class Scanner:
         dialect: Dialect,
         result: ScanResult,
     ) -> None:
-        self._sample_ranks(chunk, dialect, result)
-        found = self.hits(chunk)
+        self._sample_ranks(chunk, n, dialect, result)
+        # every line the scanner sees ends with a newline (the last line of a file too)
+        found = self.hits(chunk if n < len(chunk) or chunk.endswith(b"\n") else chunk + b"\n")
         if not found:
             return
         counted_to = 0
         lineno = line_base
+        whole = n == len(chunk)
         for end in sorted(found):
+            if end >= n and not whole:
+                break  # a line of the next chunk
             start = chunk.rfind(b"\n", 0, end) + 1
             lineno += chunk.count(b"\n", counted_to, start)
             counted_to = start
             raw = chunk[start:end]
             self._hit_line(raw, lineno + 1, found[end], chunk, start, tail, name, base, dialect, result)
 
-    def _sample_ranks(self, chunk: bytes, dialect: Dialect, result: ScanResult) -> None:
-        # Ranks seen: a bounded sample of line prefixes per chunk (hit lines add theirs too).
-        pos = 0
-        texts = []
-        for _ in range(_SAMPLE_LINES):
-            nxt = chunk.find(b"\n", pos)
-            line = chunk[pos : (nxt if nxt >= 0 else len(chunk))][:200]
-            if line:
-                texts.append(clean(line.decode("utf-8", "replace")))
-            if nxt < 0:
-                break
-            pos = nxt + 1
+    def _sample_ranks(self, chunk: bytes, n: int, dialect: Dialect, result: ScanResult) -> None:
+        # Ranks seen: a bounded sample of line prefixes per chunk (hit lines add theirs too):
+        # the first _SAMPLE_LINES lines, each cut at 200 bytes, decoded at once.
+        lines = chunk[: min(n, _SAMPLE_BYTES)].split(b"\n", _SAMPLE_LINES)
+        if len(lines) > _SAMPLE_LINES:
+            lines.pop()  # the rest of the block
+        elif n > _SAMPLE_BYTES:  # long lines: fewer than _SAMPLE_LINES in the block
+            lines, pos = [], 0
+            while len(lines) < _SAMPLE_LINES and pos < n:
+                nxt = chunk.find(b"\n", pos, n)
+                lines.append(chunk[pos : min(nxt if nxt >= 0 else n, pos + 200)])
+                pos = n if nxt < 0 else nxt + 1
+        joined = b"\n".join([ln[:200] for ln in lines if ln]).decode("utf-8", "replace")
         if not (dialect.srun or dialect.hosts):
             # parse_prefix is the costly part; lines without any rank/host prefix shape skip it
-            if not _ATTR_HINT.search("\n".join(texts)):
+            if not _ATTR_HINT.search(joined):
                 return
-            texts = [t for t in texts if _ATTR_HINT.search(t)]
+            texts = [t for t in map(clean, joined.split("\n")) if _ATTR_HINT.search(t)]
+        else:
+            texts = [clean(t) for t in joined.split("\n")] if joined else []
         for text in texts:
             a, _ = parse_prefix(text, dialect)
             self._note_attr(a, result)
@@ -377,7 +531,7 @@ def _lines_before(chunk: bytes, start: int, tail: bytes) -> list[str]:
 
 
 def scan_sources(
-    kb: KnowledgeBase, sources: Iterable[Source], scanner: Scanner | None = None, *, chunk_size: int = CHUNK
+    kb: "KnowledgeBase | None", sources: Iterable[Source], scanner: Scanner | None = None, *, chunk_size: int = CHUNK
 ) -> ScanResult:
     scanner = scanner or Scanner(kb)
     total = ScanResult()
@@ -386,7 +540,7 @@ def scan_sources(
     return total
 
 
-def scan_text(kb: KnowledgeBase, text: str | bytes, name: str = "<text>", scanner: Scanner | None = None) -> ScanResult:
+def scan_text(kb: "KnowledgeBase | None", text: str | bytes, name: str = "<text>", scanner: Scanner | None = None) -> ScanResult:
     import io
 
     data = text.encode("utf-8") if isinstance(text, str) else text

@@ -11,7 +11,11 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
+from . import cache
+from .cache import default_entries_dir
 from .model import Entry
+
+__all__ = ["KBError", "KnowledgeBase", "default_entries_dir", "load_entry", "load_kb", "cached_kb"]
 
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: ten times faster
@@ -19,18 +23,6 @@ _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: ten tim
 
 class KBError(Exception):
     """The knowledge base could not be loaded; the message names the file and field."""
-
-
-def default_entries_dir() -> Path:
-    """Where the entries live: $RANKDOCTOR_ENTRIES, the checkout, or the packaged copy."""
-    env = os.environ.get("RANKDOCTOR_ENTRIES")
-    if env:
-        return Path(env)
-    here = Path(__file__).resolve()
-    checkout = here.parents[3] / "entries"  # src/rankdoctor/kb/loader.py -> repo root
-    if checkout.is_dir():
-        return checkout
-    return here.parents[1] / "_entries"
 
 
 @dataclass(frozen=True)
@@ -85,9 +77,18 @@ def load_entry(path: Path) -> Entry:
 
 
 def load_kb(directory: Path | None = None, *, check: bool = True) -> KnowledgeBase:
+    """Every entry under ``directory``. With ``check`` (the default) the whole knowledge base
+    is validated; without it (``diagnose``: validation is the tests' and ``make check-kb``'s
+    job) a knowledge base parsed before from exactly these files is taken from the cache."""
     directory = directory or default_entries_dir()
     if not directory.is_dir():
         raise KBError(f"{directory}: no entries directory")
+    lenient = bool(os.environ.get("RANKDOCTOR_KB_LENIENT"))
+    key = None if lenient else cache.fingerprint(directory)
+    if not check:
+        kb = cache.load("kb", key)
+        if isinstance(kb, KnowledgeBase):
+            return kb
     entries: list[Entry] = []
     paths: dict[str, Path] = {}
     errors: list[str] = []
@@ -125,6 +126,7 @@ def load_kb(directory: Path | None = None, *, check: bool = True) -> KnowledgeBa
         return KnowledgeBase(entries=kb.entries, paths=kb.paths, related=kb.related)
     if errors:
         raise KBError("\n".join(errors))
+    cache.store("kb", key, kb)
     return kb
 
 

@@ -73,7 +73,7 @@ class Scope(str, Enum):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Signature(_Strict):
@@ -183,7 +183,7 @@ class Entry(_Strict):
     examples: Examples
     todo: list[str] = Field(default_factory=list, description="known gaps, written down")
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, defer_build=True)
 
     @property
     def klass(self) -> str:
