@@ -236,3 +236,20 @@ def test_every_literal_is_in_every_match(kb):
                     assert want in line, (e.id, s.id, want, line)
                     n += 1
     assert n > 100
+
+
+def test_vector_count_gives_the_same_lines(kb, scanner, tmp_path, monkeypatch):
+    """Inputs over VECTOR_COUNT_MIN count newlines with numpy; line numbers must not change."""
+    from rankdoctor import scan as scan_mod
+
+    log = tmp_path / "console.log"
+    _big_log(log, mb=6, seed=3)
+    srcs = expand_inputs([str(log)])
+    monkeypatch.setattr(scan_mod, "_np", None)
+    plain = scan_sources(kb, srcs, scanner)
+    scan_mod.vector_count()
+    assert scan_mod._np is not None
+    assert scan_mod.count_newlines(b"a\nb\n" * 70000 + b"tail", 280003) == 140000
+    assert_same(scan_sources(kb, srcs, scanner), plain)
+    monkeypatch.setattr(parallel, "VECTOR_COUNT_MIN", 0)
+    assert_same(scan_parallel(kb, srcs, jobs=2, scanner=scanner, range_bytes=2 << 20, min_parallel_bytes=0), plain)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from .events import InputStats, ScanResult
 from .ingest import sources as _sources
 from .ingest.sources import CHUNK, Source, iter_file_chunks, looks_binary
-from .scan import CONTEXT_BYTES, Cursor, Scanner, scan_sources, sniff_chunk
+from .scan import CONTEXT_BYTES, Cursor, Scanner, scan_sources, sniff_chunk, vector_count
 
 if TYPE_CHECKING:
     from .kb.loader import KnowledgeBase
@@ -37,6 +37,9 @@ if TYPE_CHECKING:
 SMALL_TOTAL = 8 << 20  # below this many bytes in all, one process (no pool start-up)
 PROGRESS_MIN = 50 << 20  # a progress bar only for inputs at least this large
 MAX_RANGE = 64 << 20  # byte ranges of a split file are at most this long
+# from this many bytes on, newlines are counted with numpy (below, its import costs more
+# than it saves: measured in bench/README.md)
+VECTOR_COUNT_MIN = 512 << 20
 
 Progress = Callable[[int, int], None]  # (bytes done, bytes in all)
 
@@ -185,6 +188,8 @@ def scan_parallel(
             progress(total, total)
         return result
     scanner = scanner or Scanner(kb)
+    if total >= VECTOR_COUNT_MIN:
+        vector_count()  # imported here, once, before the workers fork
     if range_bytes is None:
         range_bytes = min(MAX_RANGE, max(2 * chunk_size, total // (jobs * 4)))
 

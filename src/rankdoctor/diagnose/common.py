@@ -4,6 +4,7 @@ events are keyed, fingerprinted and matched to the entries that explain a findin
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 import re
 from dataclasses import dataclass, field
 
@@ -41,6 +42,7 @@ def event_key(e: Event) -> tuple:
     return (e.ts if e.ts is not None else math.inf, e.source, e.line)
 
 
+@lru_cache(maxsize=1 << 16)  # each finding groups the same lines again
 def fingerprint(text: str) -> str:
     """Mask what varies between ranks (numbers, addresses, prefixes) so the same message
     from many ranks groups into one (Drain-style)."""
