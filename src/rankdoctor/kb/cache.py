@@ -54,12 +54,25 @@ def fingerprint(directory: Path) -> str | None:
 
     parts = [__version__, sys.version, str(directory.resolve())]
     try:
-        for path in (*_CODE, *sorted(_yaml_files(directory))):
+        for path in (*_CODE, *_libraries(), *sorted(_yaml_files(directory))):
             st = os.stat(path)
             parts.append(f"{path}\0{st.st_size}\0{st.st_mtime_ns}")
     except OSError:
         return None
     return "\n".join(parts)
+
+
+def _libraries() -> list[str]:
+    """The installed pydantic and hyperscan (a cached knowledge base holds pydantic objects, a
+    cached scanner a hyperscan database): found without importing them."""
+    from importlib.util import find_spec
+
+    out = []
+    for name in ("pydantic", "hyperscan"):
+        spec = find_spec(name)
+        if spec is not None and spec.origin:
+            out.append(spec.origin)
+    return out
 
 
 def _name(key: str) -> str:
