@@ -194,3 +194,17 @@ def test_case_folder_names_are_not_ranks():
     # a folder named after an experiment is not a rank folder
     assert attribution_from_name("runs/straggler-rank0/console.log").rank is None
     assert attribution_from_name("runs/rank3/stdout.log").rank == 3
+
+
+def test_file_gone_before_it_is_read(kb, tmp_path):
+    """A file listed and then removed (log rotation) is a one-line warning, not a traceback."""
+    gone = tmp_path / "rank_1.log"
+    gone.write_text("step 1\n")
+    kept = tmp_path / "rank_0.log"
+    kept.write_text("step 1\n")
+    srcs = expand_inputs([str(tmp_path)])
+    gone.unlink()
+    res = scan_sources(kb, srcs)
+    warn = [w for i in res.inputs for w in i.warnings]
+    assert warn == [f"{gone}: cannot read: No such file or directory"]
+    assert [i.lines for i in res.inputs if i.path == str(kept)] == [1]

@@ -336,16 +336,24 @@ class Scanner:
         result.inputs.append(stats)
         base = self.note_name(source.name, result)
         cur = Cursor()
+        stream = None
         try:
             if source.path is not None:  # a plain file: positioned reads, no copies
-                if not self.scan_chunks(iter_file_chunks(source.path, 0, None, chunk_size), source.name, base, result, stats, cur):
-                    return result
+                chunks = iter_file_chunks(source.path, 0, None, chunk_size)
             else:
-                with source.opener() as stream:
-                    if not self.scan_chunks(iter_chunks(stream, chunk_size), source.name, base, result, stats, cur):
-                        return result
+                stream = source.opener()
+                chunks = iter_chunks(stream, chunk_size)
+        except OSError as exc:
+            stats.warnings.append(f"{source.name}: cannot read: {exc.strerror or exc}")
+            return result
+        try:
+            if not self.scan_chunks(chunks, source.name, base, result, stats, cur):
+                return result
         except (OSError, EOFError, ValueError) as exc:  # truncated gzip/zstd, damaged archive
             stats.warnings.append(f"{source.name}: input ends early ({exc}); read what was intact")
+        finally:
+            if stream is not None:
+                stream.close()
         self.finish(source.name, base, result, stats, cur)
         return result
 

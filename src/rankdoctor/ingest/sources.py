@@ -288,7 +288,11 @@ def iter_file_chunks(path: Path, start: int = 0, end: int | None = None, chunk_s
     exactly as a sequential read of the whole file is, so the pairs are the same as
     ``iter_chunks(open(path, "rb"))``'s.
     """
-    fd = os.open(path, os.O_RDONLY)
+    fd = os.open(path, os.O_RDONLY)  # an unreadable file fails here, before the first chunk
+    return _file_chunks(fd, start, end, chunk_size)
+
+
+def _file_chunks(fd: int, start: int, end: int | None, chunk_size: int) -> Iterator[tuple[bytes, int]]:
     try:
         fend = os.fstat(fd).st_size if end is None else end
         pos = start
