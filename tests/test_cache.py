@@ -55,7 +55,9 @@ def test_kb_is_cached_for_exactly_these_files(entries):
 def test_damaged_cache_files_are_rebuilt(entries):
     load_kb(entries, check=False)
     scanner_for(entries, lambda: load_kb(entries, check=False))
-    for f in _files("kb") + _files("scanner"):
+    damaged = _files("kb") + _files("patterns") + _files("hs")
+    assert len(damaged) == 3
+    for f in damaged:
         f.write_bytes(b"\x80\x05 not a pickle")
     assert len(load_kb(entries, check=False)) > 100
     assert scanner_for(entries, lambda: load_kb(entries, check=False)).patterns

@@ -260,37 +260,26 @@ def pattern_table(kb: "KnowledgeBase") -> list[Row]:
 
 
 def scanner_for(directory: Path | None, load_kb: Callable[[], "KnowledgeBase"]) -> "Scanner":
-    """The scanner for the entries in ``directory`` (default: the installed ones): its
-    pattern table and compiled database as cached for exactly these entry files and this
-    code when they are (no YAML parsed, no pydantic imported); ``load_kb`` is called only
-    when they are not."""
+    """The scanner for the entries in ``directory`` (default: the installed ones), from the
+    pattern table cached for exactly these entry files and this code when there is one (no
+    YAML parsed, no pydantic imported; the compiled database comes from its own cache, see
+    ``_database``); ``load_kb`` is called only when there is not."""
     directory = directory or cache.default_entries_dir()
     key = cache.fingerprint(directory)
-    plan = cache.load("scanner", key)
-    if plan is not None:
-        try:
-            table, compiled = plan
-            return Scanner(table=table, compiled=compiled)
-        except (hyperscan.error, TypeError, ValueError):
-            pass
-    scanner = Scanner(table=pattern_table(load_kb()))
-    try:
-        cache.store("scanner", key, (scanner.table, hyperscan.dumpb(scanner.db)))
-    except hyperscan.error:
-        pass
-    return scanner
+    table = cache.load("patterns", key)
+    if not isinstance(table, list):
+        table = pattern_table(load_kb())
+        cache.store("patterns", key, table)
+    return Scanner(table=table)
 
 
 class Scanner:
-    def __init__(self, kb: "KnowledgeBase | None" = None, *, table: list[Row] | None = None, compiled: bytes | None = None):
-        """From a knowledge base, or from its pattern table; ``compiled`` is the database
-        ``hyperscan.dumpb`` wrote for this table (else it is compiled, or taken from the
-        cache)."""
+    def __init__(self, kb: "KnowledgeBase | None" = None, *, table: list[Row] | None = None):
+        """From a knowledge base, or from its pattern table (``pattern_table``)."""
         if table is None:
             if kb is None:
                 raise TypeError("Scanner needs a knowledge base or a pattern table")
             table = pattern_table(kb)
-        self.table = table
         self.patterns: list[Pattern] = []
         exprs: list[bytes] = []
         flags: list[int] = []
@@ -300,10 +289,9 @@ class Scanner:
             flags.append(_HS_FLAGS | (hyperscan.HS_FLAG_CASELESS if ignore_case else 0))
         for fid, regex in FACTS.items():
             self.patterns.append(Pattern("fact", "", fid, "fact", regex))
-            if compiled is None:
-                exprs.append(FACT_PREFILTER[fid].encode() if fid in FACT_PREFILTER else to_hs(regex))
-                flags.append(_HS_FLAGS)
-        self.db = hyperscan.loadb(compiled, hyperscan.HS_MODE_BLOCK) if compiled is not None else _database(exprs, flags)
+            exprs.append(FACT_PREFILTER[fid].encode() if fid in FACT_PREFILTER else to_hs(regex))
+            flags.append(_HS_FLAGS)
+        self.db = _database(exprs, flags)
         self._scratch = hyperscan.Scratch(self.db)
         self.db.scratch = self._scratch
 

@@ -91,54 +91,37 @@ def _yaml_files(directory: Path) -> list[str]:
 KEEP = 4  # cached files of one kind kept (several checkouts or versions side by side)
 
 
-def path_for(kind: str, key: str | None, suffix: str = ".pickle") -> Path | None:
+def _path(kind: str, key: str | None) -> Path | None:
     base = cache_dir()
-    return None if base is None or key is None else base / f"{kind}-{_name(key)}{suffix}"
-
-
-def read(kind: str, key: str | None, suffix: str = ".pickle") -> bytes | None:
-    path = path_for(kind, key, suffix)
-    if path is None:
-        return None
-    try:
-        return path.read_bytes()
-    except OSError:
-        return None
-
-
-def write(kind: str, key: str | None, data: bytes, suffix: str = ".pickle") -> None:
-    """Keep ``data`` under (kind, key), written atomically, and drop all but the newest few
-    files of that kind; failures are ignored (a read-only home directory only costs speed)."""
-    path = path_for(kind, key, suffix)
-    if path is None:
-        return
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-        old = sorted(path.parent.glob(f"{kind}-*{suffix}"), key=lambda p: p.stat().st_mtime, reverse=True)
-        for stale in old[KEEP:]:
-            stale.unlink(missing_ok=True)
-    except OSError:
-        pass
+    return None if base is None or key is None else base / f"{kind}-{_name(key)}.pickle"
 
 
 def load(kind: str, key: str | None) -> Any | None:
     """The object stored under (kind, key), or None."""
-    data = read(kind, key)
-    if data is None:
+    path = _path(kind, key)
+    if path is None:
         return None
     try:
-        stored_key, obj = pickle.loads(data)
-    except Exception:  # a partial or foreign file: rebuild
+        stored_key, obj = pickle.loads(path.read_bytes())
+    except Exception:  # missing, partial or foreign: rebuild
         return None
     return obj if stored_key == key else None
 
 
 def store(kind: str, key: str | None, obj: Any) -> None:
+    """Keep ``obj`` under (kind, key), written atomically, and drop all but the newest few
+    files of that kind; failures are ignored (a read-only home directory only costs speed)."""
+    path = _path(kind, key)
+    if path is None:
+        return
     try:
         data = pickle.dumps((key, obj), protocol=pickle.HIGHEST_PROTOCOL)
-    except (pickle.PicklingError, TypeError, AttributeError):
-        return
-    write(kind, key, data)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+        old = sorted(path.parent.glob(f"{kind}-*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for stale in old[KEEP:]:
+            stale.unlink(missing_ok=True)
+    except (OSError, pickle.PicklingError, TypeError, AttributeError):
+        pass
