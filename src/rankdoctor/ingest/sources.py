@@ -305,8 +305,7 @@ def _file_chunks(fd: int, start: int, end: int | None, chunk_size: int) -> Itera
                     return
             cut = data.rfind(b"\n")
             if cut < 0 and len(data) <= MAX_LINE and block_end < fend:
-                block_end += chunk_size  # a short piece of a line: read it again with the next block
-                block_end = min(block_end, fend)
+                block_end = min(block_end + chunk_size, fend)  # a short piece of a line: read it again with the next block
                 continue
             n = len(data) if cut < 0 else cut + 1  # a line longer than MAX_LINE is cut here
             yield data, n

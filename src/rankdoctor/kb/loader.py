@@ -118,7 +118,7 @@ def load_kb(directory: Path | None = None, *, check: bool = True) -> KnowledgeBa
         from .validate import validate_kb
 
         errors.extend(validate_kb(kb))
-    if errors and os.environ.get("RANKDOCTOR_KB_LENIENT"):
+    if errors and lenient:
         # authoring aid only: skip what is broken instead of refusing the whole KB
         import sys
 
