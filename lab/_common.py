@@ -147,3 +147,23 @@ def batches(rank: int, n: int, bs: int = 8, d_in: int = 16, d_out: int = 4):
         x = torch.randn(bs, d_in, generator=g)
         y = x @ w + 0.1 * torch.randn(bs, d_out, generator=g)
         yield x, y
+
+
+# --------------------------------------------------------------------------
+# Variant knobs for the fault matrix (lab/run.py --matrix).  Each case script
+# reads them where it injects its fault; the defaults are the single cases'
+# fixed values, so without these env vars a script behaves as it always did.
+#   LAB_CULPRIT=2      the rank that misbehaves
+#   LAB_CULPRITS=1,3   several ranks misbehave at once (wins over LAB_CULPRIT)
+#   LAB_STEP=5         the step at which it misbehaves
+def lab_culprits(default: int) -> tuple[int, ...]:
+    """The misbehaving rank(s): ``$LAB_CULPRITS`` or ``$LAB_CULPRIT``, else ``default``."""
+    value = os.environ.get("LAB_CULPRITS") or os.environ.get("LAB_CULPRIT")
+    if not value:
+        return (default,)
+    return tuple(int(r) for r in value.split(","))
+
+
+def lab_int(name: str, default: int) -> int:
+    """An integer knob such as ``LAB_STEP`` (``default`` when unset)."""
+    return int(os.environ.get(name, default))

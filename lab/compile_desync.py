@@ -1,10 +1,10 @@
 """compile-desync: data-dependent control flow in a torch.compile'd step.
 
-Injected: the compiled ``train_step`` contains ``if loss > SPIKE:`` and, on a
-loss spike, all-reduces the loss so every rank can log the "global" spike.
+Injected: the compiled ``train_step`` contains ``if loss > SPIKE:`` and, on
+a loss spike, all-reduces the loss so every rank can log the "global" spike.
 The condition is evaluated on per-rank data, so only the rank whose batch
-spikes (rank 1, at step 4: its batch contains outliers) issues that extra
-``dist.all_reduce``; the other ranks go straight on to the gradient
+spikes (rank 1 at step 4, or LAB_CULPRIT at LAB_STEP: outliers) issues that
+extra ``dist.all_reduce``; the other ranks go straight on to the gradient
 all-reduces.  Dynamo graph-breaks on the data-dependent branch
 (TORCH_LOGS=recompiles,graph_breaks shows it).  The collective sequences of
 the ranks diverge and the job hangs until the gloo timeout.
@@ -16,7 +16,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from _common import TinyNet, batches, dump_fr, log, setup
+from _common import TinyNet, batches, dump_fr, lab_culprits, lab_int, log, setup
 
 SPIKE = 100.0
 BACKEND = os.environ.get("LAB_COMPILE_BACKEND", "aot_eager")
@@ -41,8 +41,8 @@ def main():
 
     try:
         for step, (x, y) in enumerate(batches(rank, 12)):
-            if rank == 1 and step == 4:
-                y = y * 10.0  # a batch with outlier targets -> loss spike on rank 1 only
+            if rank in lab_culprits(1) and step == lab_int("LAB_STEP", 4):
+                y = y * 10.0  # outlier targets -> loss spike on this rank only
             loss, spike = train_step(x, y)
             if spike is not None:
                 log.warning("rank %d step %d: loss spike, global spike sum %.2f", rank, step, spike.item())

@@ -1,9 +1,9 @@
 """dataloader-worker-killed: a DataLoader worker process is SIGKILLed.
 
-Injected: on rank 0 the dataset's ``__getitem__`` SIGKILLs its own worker
-process for sample 37 (what the kernel OOM killer does to a worker that
-balloons), so the main process raises "DataLoader worker (pid(s) ...) exited
-unexpectedly".  Rank 1 waits in DDP's gradient all_reduce.
+Injected: on rank 0 (LAB_CULPRIT) the dataset's ``__getitem__`` SIGKILLs its
+own worker process for sample 37 (what the kernel OOM killer does to a
+worker that balloons), so the main process raises "DataLoader worker (pid(s)
+...) exited unexpectedly".  Rank 1 waits in DDP's gradient all_reduce.
 """
 
 import os
@@ -14,7 +14,7 @@ from torch.distributed.elastic.multiprocessing.errors import record
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, Dataset
 
-from _common import TinyNet, dump_fr, log, setup, train_step
+from _common import TinyNet, dump_fr, lab_culprits, log, setup, train_step
 
 
 class SyntheticDataset(Dataset):
@@ -25,7 +25,7 @@ class SyntheticDataset(Dataset):
         return self.n
 
     def __getitem__(self, i):
-        if self.rank == 0 and i == 37:
+        if self.rank in lab_culprits(0) and i == 37:
             os.kill(os.getpid(), signal.SIGKILL)  # the OOM killer takes this worker
         g = torch.Generator().manual_seed(i)
         return torch.randn(16, generator=g), torch.randn(4, generator=g)

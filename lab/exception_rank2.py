@@ -1,8 +1,8 @@
 """exception-rank2: rank 2 raises a Python exception mid-training.
 
-Injected: rank 2's data loader indexes past the end of its shard
-(``IndexError: list index out of range``) at step 6, while ranks 0, 1, 3
-have already entered DDP's gradient all_reduce for that step and wait for it.
+Injected: rank 2's (LAB_CULPRIT) data loader indexes past the end of its shard
+(``IndexError: list index out of range``) at step 5 (LAB_STEP, 0-based) while
+the other ranks have already entered DDP's gradient all_reduce and wait for it.
 The script uses torchelastic's ``@record`` so torchrun's summary carries the
 traceback (error.json).
 """
@@ -11,16 +11,16 @@ import torch
 from torch.distributed.elastic.multiprocessing.errors import record
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from _common import TinyNet, dump_fr, log, setup, train_step
+from _common import TinyNet, dump_fr, lab_culprits, lab_int, log, setup, train_step
 
 
 class ShardedDataset:
-    """Per-rank list of samples; rank 2's shard is (wrongly) short."""
+    """Per-rank list of samples; the culprit's (rank 2's) shard is (wrongly) short."""
 
     def __init__(self, rank, n):
         g = torch.Generator().manual_seed(rank)
         self.samples = [(torch.randn(16, generator=g), torch.randn(4, generator=g)) for _ in range(n)]
-        self.ids = list(range(n if rank != 2 else 5 * 8))  # off-by-one-shard bug
+        self.ids = list(range(n if rank not in lab_culprits(2) else lab_int("LAB_STEP", 5) * 8))  # short-shard bug
 
     def batch(self, step, bs=8):
         idx = [self.ids[step * bs + i] for i in range(bs)]

@@ -2,17 +2,17 @@
 shape/dtype equal the other ranks' next all_reduce.
 
 Injected: every step all-reduces a float32[16] gradient and a float32[16]
-metrics vector.  At step 3 rank 1 calls its metrics hook twice (the hook was
-registered twice), i.e. one extra float32[16] all_reduce.  Gloo pairs it
-with the others' next float32[16] collective: no error, silently mixed-up
-values, everything shifted by one - and at the end rank 1 has one collective
-left over that nobody joins, so it waits until the gloo timeout.
+metrics vector.  At step 3 rank 1 (LAB_STEP, LAB_CULPRIT) calls its metrics hook
+twice (the hook was registered twice), i.e. one extra float32[16] all_reduce.
+Gloo pairs it with the others' next float32[16] collective: no error, silently
+mixed-up values, everything shifted by one - and at the end rank 1 has one
+collective left over that nobody joins, so it waits until the gloo timeout.
 """
 
 import torch
 import torch.distributed as dist
 
-from _common import dump_fr, log, setup
+from _common import dump_fr, lab_culprits, lab_int, log, setup
 
 
 def main():
@@ -28,7 +28,7 @@ def main():
             dist.all_reduce(grad)
             w -= 0.1 * grad / world
             metrics = (w - target).abs()
-            if rank == 1 and step == 3:
+            if rank in lab_culprits(1) and step == lab_int("LAB_STEP", 3):
                 hooks = hooks * 2  # bug: metrics hook registered twice on this rank
             for h in hooks:
                 h(metrics)

@@ -1,11 +1,11 @@
 """hang-killed: a job with a long collective timeout hangs and is killed from outside.
 
 Injected: the process-group timeout is 600 s (LAB_PG_TIMEOUT).  At step 3
-rank 3 gets stuck in a pure-Python retry loop (it keeps "re-fetching" a
-sample that never validates) and never reaches the gradient all_reduce;
-ranks 0-2 wait in it.  Nothing times out within the run: after ~15 s the
-lab driver sends SIGTERM to torchrun (what a scheduler's cancel does), and
-torchrun forwards it to the workers.
+(LAB_STEP) rank 3 (LAB_CULPRIT) gets stuck in a pure-Python retry loop (it
+keeps "re-fetching" a sample that never validates) and never reaches the
+gradient all_reduce; ranks 0-2 wait in it.  Nothing times out within the
+run: after ~15 s the lab driver sends SIGTERM to torchrun (what a
+scheduler's cancel does), and torchrun forwards it to the workers.
 """
 
 import time
@@ -13,7 +13,7 @@ import time
 import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from _common import TinyNet, batches, dump_fr, log, setup, train_step
+from _common import TinyNet, batches, dump_fr, lab_culprits, lab_int, log, setup, train_step
 
 
 def fetch_sample(step, attempt):
@@ -27,13 +27,13 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     try:
         for step, (x, y) in enumerate(batches(rank, 20)):
-            if rank == 3 and step == 3:
+            if rank in lab_culprits(3) and step == lab_int("LAB_STEP", 3):
                 attempt = 0
                 while fetch_sample(step, attempt) is None:  # stuck forever
                     attempt += 1
                     if attempt % 10 == 0:
-                        log.warning("rank 3: sample for step %d still invalid after %d retries",
-                                    step, attempt)
+                        log.warning("rank %d: sample for step %d still invalid after %d retries",
+                                    rank, step, attempt)
             loss = train_step(model, opt, x, y)
             log.info("rank %d step %d loss %.4f", rank, step, loss.item())
     except BaseException:

@@ -1,16 +1,16 @@
 """rank0-only-collective: the classic ``if rank == 0: dist.all_reduce(...)`` bug.
 
-Injected: after each epoch, only rank 0 all-reduces the validation loss
-before logging it ("only the main process logs").  Ranks 1-3 go straight to
-the next epoch's DDP gradient all_reduce.  Rank 0's scalar all_reduce is
-matched against the others' gradient bucket -> whatever gloo does with it.
+Injected: after each epoch, only rank 0 (LAB_CULPRIT) all-reduces the validation
+loss before logging it ("only the main process logs").  Ranks 1-3 go straight to
+the next epoch's DDP gradient all_reduce.  Rank 0's scalar all_reduce is matched
+against the others' gradient bucket -> whatever gloo does with it.
 """
 
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from _common import TinyNet, batches, dump_fr, log, setup
+from _common import TinyNet, batches, dump_fr, lab_culprits, log, setup
 
 
 def main():
@@ -25,8 +25,8 @@ def main():
                 loss.backward()
                 opt.step()
             val_loss = loss.detach().clone()
-            if rank == 0:
-                dist.all_reduce(val_loss)  # BUG: collective called on rank 0 only
+            if rank in lab_culprits(0):
+                dist.all_reduce(val_loss)  # BUG: collective called on one rank only
                 log.info("epoch %d val_loss %.4f", epoch, val_loss.item() / world)
         dist.barrier()
     except BaseException:

@@ -4,6 +4,9 @@ and capture what they really print.
 
     python lab/run.py [CASE ...] --out DIR     # default: all cases
     python lab/run.py --list
+    python lab/run.py --matrix [VARIANT ...]   # the fault matrix (MATRIX below),
+                                               # default out: tests/scenarios/lab-matrix
+    python lab/run.py --matrix --list
 
 For every case it writes DIR/<case>/:
     logs/          torchrun --log-dir tree, exactly as torchrun wrote it
@@ -59,6 +62,7 @@ class Case:
     expect_ok: bool = False  # True: torchrun must exit 0
     pre: str | None = None  # name of a pre-run hook (see HOOKS)
     torchrun_args: list[str] = field(default_factory=list)
+    initiating_ranks: list[int] | None = None  # several culprits (matrix two-culprit variants)
 
 
 CASES: dict[str, Case] = {
@@ -219,6 +223,324 @@ CASES: dict[str, Case] = {
 
 
 # --------------------------------------------------------------------------
+# The fault matrix: the same faults with the culprit rank, the world size, the
+# step and the console options varied (tests/scenarios/lab-matrix/).  The case
+# scripts read the knobs LAB_CULPRIT / LAB_CULPRITS / LAB_STEP (lab/_common.py);
+# the ground truth (class, initiating rank) comes from what is injected.
+# Variant names: <fault>-w<world>[-r<culprit>[r<culprit2>]][-notee].
+
+MATRIX_OUT = os.path.join(REPO, "tests", "scenarios", "lab-matrix")
+SHORT = {"LAB_PG_TIMEOUT": "10"}  # every matrix hang ends within seconds
+PEER_LOST = r"Connection (closed|reset) by peer"
+
+
+def _ranks(ranks) -> str:
+    """Regex for one of ``ranks`` (e.g. ``[023]``)."""
+    ranks = sorted(ranks)
+    return str(ranks[0]) if len(ranks) == 1 else "[" + "".join(map(str, ranks)) + "]"
+
+
+def _others(world: int, culprits) -> list[int]:
+    return [r for r in range(world) if r not in culprits]
+
+
+def _words(ranks) -> str:
+    ranks = list(ranks)
+    return ", ".join(map(str, ranks[:-1])) + " and " + str(ranks[-1]) if len(ranks) > 1 else str(ranks[0])
+
+
+def _mx_exception(w, cs, s):
+    o = _others(w, cs)
+    return dict(
+        script="exception_rank2.py", cls="peer-rank-crashed", hint="python-exception-in-one-rank",
+        description=f"Rank{'s' if len(cs) > 1 else ''} {_words(cs)} of {w} raise{'' if len(cs) > 1 else 's'} "
+        f"IndexError (list index out of range) in data loading at step {s} (a short shard) while rank(s) "
+        f"{_words(o)} wait in DDP's gradient all_reduce for that step. Script uses @record.",
+        evidence=[rf"\[rank{_ranks(cs)}\]: IndexError: list index out of range",
+                  rf"\[rank{_ranks(o)}\]: RuntimeError: .*{PEER_LOST}",
+                  r"failed \(exitcode: 1\) local_rank: \d"],
+        fr=True)
+
+
+def _mx_sigkill(w, cs, s):
+    o = _others(w, cs)
+    return dict(
+        script="sigkill_rank1.py", cls="host-oom", hint="worker-sigkill-oom",
+        description=f"Rank{'s' if len(cs) > 1 else ''} {_words(cs)} of {w} send{'' if len(cs) > 1 else 's'} "
+        f"{'themselves' if len(cs) > 1 else 'itself'} SIGKILL at step {s} (as the kernel OOM killer would; "
+        f"no traceback) while rank(s) {_words(o)} are in DDP's gradient all_reduce.",
+        evidence=[r"exitcode  : -9 \(pid: \d+\)  \(SIGKILL\)", r"Signal 9 \(SIGKILL\) received by PID",
+                  rf"\[rank{_ranks(o)}\]: RuntimeError: .*{PEER_LOST}"],
+        fr=True)
+
+
+def _mx_straggler(w, cs, s):
+    c, o = cs[0], _others(w, cs)
+    return dict(
+        script="straggler_rank0.py", cls="straggler-timeout", hint="barrier-timeout-slow-rank",
+        description=f"Rank {c} of {w} spends ~25 s building a dataset cache (progress lines) while "
+        f"rank(s) {_words(o)} wait in dist.barrier() with a 10 s gloo timeout and raise.",
+        evidence=[rf"\[rank{_ranks(o)}\]: RuntimeError: .*Timed out waiting 10000ms",
+                  r"building dataset cache: 5/25", rf"rank {_ranks(o)} waiting for all ranks before training",
+                  r"failed \(exitcode: 1\) local_rank: \d"],
+        fr=True)
+
+
+def _mx_silent_hang(w, cs, s, killed=False):
+    o = _others(w, cs)
+    hang = (f"blocks{'' if len(cs) == 1 else ' each'} in a stalled shard read at step {s} (no log line, no "
+            f"exception) while rank(s) {_words(o)} keep logging steps {s}..14 of a gradient-accumulation "
+            f"window and then wait in DDP's gradient all_reduce at step 15")
+    if killed:
+        return dict(
+            script="silent_hang.py", cls="straggler-timeout", hint="hang-killed-by-sigterm",
+            description=f"Rank {_words(cs)} of {w} {hang}; the gloo timeout is 600 s, so nothing times out: "
+            f"after 15 s the driver sends SIGTERM to torchrun, which forwards it to the workers.",
+            evidence=[rf"rank {_ranks(o)} step 14 loss", r"Received 15 death signal, shutting down workers",
+                      r"SignalException: Process \d+ got signal: 15"],
+            env={"LAB_PG_TIMEOUT": "600"}, fr=True, kill_after=15)
+    return dict(
+        script="silent_hang.py", cls="straggler-timeout", hint="silent-rank-hang-timeout",
+        description=f"Rank{'s' if len(cs) > 1 else ''} {_words(cs)} of {w} {hang} until the 10 s gloo "
+        f"timeout fires there; torchrun then SIGTERMs the silent rank(s).",
+        evidence=[rf"rank {_ranks(o)} step 14 loss",
+                  rf"\[rank{_ranks(o)}\]: RuntimeError: .*Timed out waiting 10000ms",
+                  r"failed \(exitcode: 1\) local_rank: \d"],
+        fr=True)
+
+
+def _mx_hang_killed(w, cs, s):
+    c, o = cs[0], _others(w, cs)
+    return dict(
+        script="hang_killed.py", cls="straggler-timeout", hint="hang-killed-by-sigterm",
+        description=f"Rank {c} of {w} is stuck in a pure-Python retry loop at step {s} (a warning every "
+        f"10 retries) while rank(s) {_words(o)} wait in DDP's gradient all_reduce with a 600 s timeout; "
+        f"after 15 s the driver sends SIGTERM to torchrun, which forwards it to the workers.",
+        evidence=[rf"rank {c}: sample for step {s} still invalid after \d+ retries",
+                  r"Received 15 death signal, shutting down workers",
+                  r"SignalException: Process \d+ got signal: 15"],
+        env={"LAB_PG_TIMEOUT": "600"}, fr=True, kill_after=15)
+
+
+def _mx_compile_desync(w, cs, s):
+    c, o = cs[0], _others(w, cs)
+    return dict(
+        script="compile_desync.py", cls="collective-desync", hint="compile-data-dependent-collective",
+        description=f"A torch.compile'd train step (backend aot_eager) has `if loss > SPIKE: "
+        f"dist.all_reduce(spike)`; only rank {c} of {w} (outlier targets at step {s}) takes the branch, "
+        f"so its 1-element all_reduce is paired with the gradient all_reduce of rank(s) {_words(o)}; "
+        f"gloo's size check fails on the rank that receives more bytes than its op holds.",
+        evidence=[r"\[__graph_breaks\] Graph Break Reason: Data-dependent branching",
+                  r"op\.preamble\.length <= op\.nbytes.*collective mismatch",
+                  r"exitcode  : -6 \(pid: \d+\)  \(SIGABRT\)"],
+        env={"TORCH_LOGS": "recompiles,graph_breaks"}, fr=True)
+
+
+def _mx_shape_recompile(w, cs, s):
+    c, o = cs[0], _others(w, cs)
+    return dict(
+        script="shape_recompile_rank1.py", cls="collective-desync",
+        hint="compile-shape-recompile-extra-collective",
+        description=f"Rank {c} of {w} gets a 7-sample partial batch at step {s}; the compiled step's "
+        f"shape-based branch (`if x.shape[0] < BATCH: dist.all_reduce(n)`) makes rank {c} recompile and "
+        f"issue an extra 1-element all_reduce that rank(s) {_words(o)} never issue; gloo pairs it with "
+        f"their gradient all_reduce and its size check fails.",
+        evidence=[r"\[__recompiles\] +- 0/0: tensor 'x' size mismatch at index 0. expected 8, actual 7",
+                  r"op\.preamble\.length <= op\.nbytes.*collective mismatch",
+                  r"exitcode  : -6 \(pid: \d+\)  \(SIGABRT\)"],
+        env={"TORCH_LOGS": "recompiles,graph_breaks"}, fr=True)
+
+
+def _mx_extra_same_shape(w, cs, s):
+    c, o = cs[0], _others(w, cs)
+    return dict(
+        script="extra_collective_same_shape.py", cls="collective-desync", hint="extra-collective-same-shape",
+        description=f"From step {s} on rank {c} of {w} issues one extra float32[16] all_reduce (metrics hook "
+        f"registered twice), which gloo silently matches with the next float32[16] all_reduce of rank(s) "
+        f"{_words(o)}; they finish, rank {c} is left with one collective nobody joins and fails when "
+        f"the peers close their connections.",
+        evidence=[rf"rank {c} step {s} err ", rf"\[rank{c}\]: RuntimeError: .*{PEER_LOST}",
+                  rf"failed \(exitcode: 1\) local_rank: {c}"],
+        fr=True)
+
+
+def _mx_rank_only(w, cs, s):
+    c, o = cs[0], _others(w, cs)
+    return dict(
+        script="rank0_only_collective.py", cls="collective-desync", hint="rank0-only-collective",
+        description=f"After each epoch only rank {c} of {w} calls dist.all_reduce(val_loss) (a scalar, "
+        f"SMALLER than the peers' op); rank(s) {_words(o)} go on to the next DDP gradient all_reduce "
+        f"(676 float32); gloo pairs the mismatched ops and its size check fails.",
+        evidence=[r"op\.preamble\.length <= op\.nbytes.*collective mismatch",
+                  r"exitcode  : -6 \(pid: \d+\)  \(SIGABRT\)"],
+        fr=True)
+
+
+def _mx_rank_only_large(w, cs, s):
+    c, o = cs[0], _others(w, cs)
+    return dict(
+        script="rank_only_collective_large.py", cls="collective-desync", hint="rank-only-collective-larger-op",
+        description=f"After each epoch only rank {c} of {w} all-reduces a float32[4096] prediction histogram "
+        f"(LARGER than the peers' op); rank(s) {_words(o)} go on to the next DDP gradient all_reduce "
+        f"(676 float32); gloo pairs the mismatched ops and its size check fails.",
+        evidence=[r"op\.preamble\.length <= op\.nbytes.*collective mismatch",
+                  r"exitcode  : -6 \(pid: \d+\)  \(SIGABRT\)"],
+        fr=True)
+
+
+def _mx_dtype(w, cs, s):
+    c, o = cs[0], _others(w, cs)
+    return dict(
+        script="dtype_mismatch.py", cls="collective-desync", hint="all-reduce-dtype-mismatch",
+        description=f"Rank {c} of {w} all_reduces int32[8] while rank(s) {_words(o)} all_reduce float32[8] "
+        f"(same byte size). Gloo raises nothing: each rank sums the peers' bytes reinterpreted as its own "
+        f"dtype (silent corruption) and torchrun exits 0."
+        + (" With two ranks nothing tells which side is the wrong one (initiating_rank null)." if w == 2 else ""),
+        evidence=[rf"rank {c} step 0 dtype=torch\.int32 reduced=",
+                  rf"rank {_ranks(o)} step 0 dtype=torch\.float32 reduced="],
+        fr=True, expect_ok=True, initiating_rank=None if w == 2 else c)
+
+
+def _mx_nan_loss(w, cs, s):
+    return dict(
+        script="nan_loss.py", cls="nan-divergence", hint="loss-nan-bad-lr",
+        description=f"{w}-rank DDP run, SGD with lr=5.0 (typo for 5e-3): the loss explodes to inf/nan "
+        f"within a few steps on every rank at once and the script stops with 'Loss is <inf|nan>, "
+        f"stopping training' (sys.exit(1)).",
+        evidence=[r"Loss is (nan|inf), stopping training", r"failed \(exitcode: -?\d+\)"])
+
+
+def _mx_nan_first(w, cs, s):
+    c, o = cs[0], _others(w, cs)
+    return dict(
+        script="nan_first_rank.py", cls="nan-divergence", hint="loss-nan-bad-batch-one-rank",
+        description=f"At step {s} rank {c} of {w} reads a corrupt batch (features x 1e25): ITS loss "
+        f"overflows to inf first and it logs a warning (the loop stops only on nan); DDP's gradient "
+        f"all_reduce spreads the non-finite gradients, and at step {s + 1} every rank's loss is nan -> "
+        f"'Loss is nan, stopping training' on all ranks (exit 1). Timestamps show rank {c} first.",
+        evidence=[rf"rank {c} step {s}: loss is inf \(overflow\), continuing",
+                  rf"rank {_ranks(o)} step {s} loss ", r"Loss is nan, stopping training",
+                  r"failed \(exitcode: 1\)"])
+
+
+def _mx_model_mismatch(w, cs, s):
+    c, o = cs[0], _others(w, cs)
+    if c == 0:
+        raisers, check = o, rf"\[rank{_ranks(o)}\]: RuntimeError: \[{_ranks(o)}\]: params\[0\] in this process"
+    else:
+        raisers, check = [c], rf"\[rank{c}\]: RuntimeError: \[{c}\]: params\[0\] in this process"
+    return dict(
+        script="ddp_model_mismatch.py", cls="ddp-model-mismatch", hint="ddp-model-shape-mismatch",
+        description=f"Rank {c} of {w} builds TinyNet(d_hidden=64), the others TinyNet(d_hidden=32); the DDP "
+        f"constructor broadcasts rank 0's parameter shapes and every rank whose shapes differ from rank 0's "
+        f"raises (params[0] ... appears not to match sizes of the same param in process 0)"
+        + (f": here ranks {_words(o)}, not the culprit rank 0 - its own log line shows the odd d_hidden."
+           if c == 0 else "."),
+        evidence=[rf"rank {c} building TinyNet\(d_hidden=64\)", check + r" with sizes .* appears not to match",
+                  r"failed \(exitcode: 1\) local_rank: \d"])
+
+
+def _mx_dl_worker(w, cs, s):
+    c, o = cs[0], _others(w, cs)
+    return dict(
+        script="dataloader_worker_killed.py", cls="host-oom", hint="dataloader-worker-sigkill",
+        description=f"On rank {c} of {w} a DataLoader worker SIGKILLs itself while loading sample 37 (as the "
+        f"OOM killer would); that rank's main process raises 'DataLoader worker (pid N) is killed by "
+        f"signal: Killed.' while rank(s) {_words(o)} wait in DDP's gradient all_reduce.",
+        evidence=[rf"\[rank{c}\]: RuntimeError: DataLoader worker \(pid \d+\) is killed by signal: Killed",
+                  r"failed \(exitcode: 1\) local_rank: \d"],
+        fr=True)
+
+
+def _mx_single(name):
+    """A rank-independent single case, rerun at another world size."""
+    def make(w, cs, s):
+        base = CASES[name]
+        return dict(script=base.script, cls=base.cls, hint=base.hint,
+                    description=f"{w}-rank run. " + base.description, evidence=list(base.evidence),
+                    env=dict(base.env), fr=base.fr, expect_ok=base.expect_ok)
+    return make
+
+
+def _mx_healthy(w, cs, s):
+    return dict(
+        script="healthy_ddp.py", cls=None, hint="healthy",
+        description=f"Successful {w}-rank DDP training run (40 steps) with tqdm, step/loss lines, warnings and "
+        f"INFO-level c10d/DDP logging. Nothing here is a failure.",
+        evidence=[r"step\s+40/40", r"training finished"], env=dict(NOISY), expect_ok=True)
+
+
+# fault -> (builder, [(world, culprits, step, tee), ...]); culprits () = rank-independent
+MATRIX_SPEC: dict = {
+    "exception": (_mx_exception, [(2, (0,), 3, True), (3, (1,), 5, True), (3, (2,), 7, False),
+                                  (4, (0,), 4, True)]),
+    "two-exception": (_mx_exception, [(4, (0, 2), 5, True)]),
+    "sigkill": (_mx_sigkill, [(2, (1,), 3, True), (3, (0,), 5, True), (4, (2,), 7, False)]),
+    "two-sigkill": (_mx_sigkill, [(3, (0, 2), 4, True), (4, (1, 3), 5, True), (4, (0, 3), 6, False)]),
+    "straggler": (_mx_straggler, [(2, (0,), 0, True), (3, (2,), 0, True), (4, (1,), 0, False)]),
+    "silent-hang": (_mx_silent_hang, [(2, (1,), 10, True), (3, (0,), 9, True), (4, (2,), 11, True),
+                                      (4, (3,), 10, False)]),
+    "two-silent-hang": (_mx_silent_hang, [(4, (0, 2), 10, True)]),
+    "silent-hang-killed": (lambda w, cs, s: _mx_silent_hang(w, cs, s, killed=True), [(3, (1,), 10, True)]),
+    "hang-killed": (_mx_hang_killed, [(2, (0,), 3, True), (3, (1,), 4, False)]),
+    "compile-desync": (_mx_compile_desync, [(2, (0,), 4, True), (3, (2,), 3, True), (4, (1,), 6, False)]),
+    "shape-recompile": (_mx_shape_recompile, [(2, (1,), 3, True), (3, (0,), 2, True), (4, (2,), 5, True)]),
+    "extra-collective-same-shape": (_mx_extra_same_shape, [(2, (0,), 3, True), (3, (2,), 2, True),
+                                                           (4, (1,), 5, False)]),
+    "rank-only-collective": (_mx_rank_only, [(2, (1,), 0, True), (3, (0,), 0, False), (3, (1,), 0, True),
+                                             (4, (3,), 0, True)]),
+    "rank-only-collective-large": (_mx_rank_only_large, [(2, (0,), 0, True), (3, (1,), 0, True),
+                                                         (3, (2,), 0, False), (4, (3,), 0, True)]),
+    "dtype-mismatch": (_mx_dtype, [(2, (0,), 0, True), (3, (1,), 0, True), (4, (3,), 0, False)]),
+    "nan-loss": (_mx_nan_loss, [(3, (), 0, True), (4, (), 0, False)]),
+    "nan-first-rank": (_mx_nan_first, [(2, (1,), 5, True), (3, (0,), 4, True), (3, (2,), 6, False),
+                                       (4, (1,), 3, True)]),
+    "ddp-model-mismatch": (_mx_model_mismatch, [(2, (1,), 0, True), (3, (0,), 0, True), (4, (2,), 0, False)]),
+    "dataloader-worker-killed": (_mx_dl_worker, [(2, (0,), 0, True), (3, (1,), 0, True), (4, (3,), 0, False)]),
+    "checkpoint-module-prefix": (_mx_single("checkpoint-module-prefix"), [(3, (), 0, True)]),
+    "ddp-unused-params": (_mx_single("ddp-unused-params"), [(4, (), 0, False)]),
+    "ddp-mark-ready-twice": (_mx_single("ddp-mark-ready-twice"), [(3, (), 0, True)]),
+    "healthy": (_mx_healthy, [(3, (), 0, True), (2, (), 0, False)]),
+}
+# faults whose script takes LAB_STEP (the others inject at a fixed point)
+_STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
+            "silent-hang-killed", "hang-killed", "compile-desync", "shape-recompile",
+            "extra-collective-same-shape", "nan-first-rank"}
+
+
+def matrix_cases() -> dict[str, Case]:
+    """Every matrix variant as a Case, keyed by its name."""
+    out: dict[str, Case] = {}
+    for fault, (build, variants) in MATRIX_SPEC.items():
+        for world, culprits, step, tee in variants:
+            name = f"{fault}-w{world}"
+            if culprits:
+                name += "-r" + "r".join(map(str, culprits))
+            if not tee:
+                name += "-notee"
+            spec = build(world, culprits, step)
+            env = dict(SHORT)
+            if culprits:
+                env["LAB_CULPRITS" if len(culprits) > 1 else "LAB_CULPRIT"] = ",".join(map(str, culprits))
+            if fault in _STEPPED:
+                env["LAB_STEP"] = str(step)
+            env.update(spec.pop("env", {}))
+            if "initiating_rank" in spec:
+                rank = spec.pop("initiating_rank")
+            else:
+                rank = min(culprits) if culprits else None
+            case = Case(
+                spec.pop("script"), world, spec.pop("cls"), rank, spec.pop("hint"),
+                spec.pop("description"), spec.pop("evidence"), env=env,
+                tee="3" if tee else None, wall_timeout=120,
+                initiating_ranks=sorted(culprits) if len(culprits) > 1 else None, **spec,
+            )
+            assert name not in out, name
+            out[name] = case
+    return out
+
+
+# --------------------------------------------------------------------------
 def yaml_str(s) -> str:
     if s is None:
         return "null"
@@ -346,6 +668,8 @@ def run_case(name: str, case: Case, out: str) -> dict:
     with open(os.path.join(cdir, "expected.yaml"), "w", encoding="utf-8") as f:
         f.write(f"class: {yaml_str(case.cls)}\n")
         f.write(f"initiating_rank: {yaml_str(case.initiating_rank)}\n")
+        if case.initiating_ranks:
+            f.write(f"initiating_ranks: [{', '.join(map(str, case.initiating_ranks))}]\n")
         f.write(f"entry_hint: {yaml_str(case.hint)}\n")
         f.write(f"description: {yaml_str(case.description)}\n")
         f.write("evidence:\n")
@@ -391,26 +715,35 @@ HOOKS: dict = {"port_in_use": _PortInUse()}
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("cases", nargs="*", help="case names (default: all)")
-    ap.add_argument("--out", default=os.path.join(REPO, "tests", "scenarios", "lab"))
+    ap.add_argument("cases", nargs="*", help="case (or with --matrix: variant) names (default: all)")
+    ap.add_argument("--out", default=None,
+                    help="output folder (default: tests/scenarios/lab, with --matrix tests/scenarios/lab-matrix)")
+    ap.add_argument("--matrix", action="store_true", help="run the fault matrix instead of the single cases")
     ap.add_argument("--list", action="store_true")
     a = ap.parse_args(argv)
+    table = matrix_cases() if a.matrix else CASES
+    out = a.out or (MATRIX_OUT if a.matrix else os.path.join(REPO, "tests", "scenarios", "lab"))
     if a.list:
-        for n, c in CASES.items():
-            print(f"{n:32s} {c.cls or 'healthy':24s} {c.script}")
+        for n, c in table.items():
+            ranks = c.initiating_ranks or ("-" if c.initiating_rank is None else c.initiating_rank)
+            print(f"{n:40s} {c.cls or 'healthy':24s} {str(ranks):8s} {c.script}")
         return 0
-    names = a.cases or list(CASES)
-    bad = [n for n in names if n not in CASES]
+    names = a.cases or list(table)
+    bad = [n for n in names if n not in table]
     if bad:
-        ap.error(f"unknown case(s): {', '.join(bad)}; see --list")
+        ap.error(f"unknown case(s): {', '.join(bad)}; see --list" + (" --matrix" if a.matrix else ""))
     results = []
     for n in names:
         print(f"[lab] running {n} ...", flush=True)
-        r = run_case(n, CASES[n], a.out)
+        r = run_case(n, table[n], out)
         print(f"[lab] {n}: {r}", flush=True)
         results.append(r)
     failed = [r["case"] for r in results if r["status"] != "captured"]
     print(f"[lab] {len(results) - len(failed)} captured, {len(failed)} to check: {failed}")
+    if a.matrix and not a.cases and os.path.isdir(out):
+        stale = sorted(set(os.listdir(out)) - set(table))
+        if stale:
+            print(f"[lab] note: {out} also holds folders that are not matrix variants: {stale}")
     return 1 if failed else 0
 
 

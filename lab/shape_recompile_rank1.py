@@ -1,12 +1,12 @@
 """shape-recompile-rank1: one rank sees a different input shape, recompiles,
 and its new graph issues a collective the other ranks' graphs do not.
 
-Injected: rank 1's shard ends with a partial batch (7 samples instead of 8,
-``drop_last=False``) at step 3.  The compiled step contains a *shape*-based
-branch (``if x.shape[0] < BATCH:`` -> all-reduce the number of valid samples
-so the loss can be re-weighted).  Dynamo's shape guard fails on rank 1
-("Recompiling function ... size mismatch"), the recompiled graph contains the
-extra all_reduce, the other ranks never issue it -> desync / hang.
+Injected: rank 1's (LAB_CULPRIT) shard ends with a partial batch (7 samples
+instead of 8, ``drop_last=False``) at step 3 (LAB_STEP).  The compiled step
+contains a *shape*-based branch (``if x.shape[0] < BATCH:`` -> all-reduce the
+number of valid samples so the loss can be re-weighted).  Dynamo's shape guard
+fails on rank 1 ("Recompiling function ... size mismatch"), the recompiled graph
+contains the extra all_reduce, the other ranks never issue it -> desync / hang.
 """
 
 import os
@@ -15,7 +15,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from _common import TinyNet, batches, dump_fr, log, setup
+from _common import TinyNet, batches, dump_fr, lab_culprits, lab_int, log, setup
 
 BATCH = 8
 BACKEND = os.environ.get("LAB_COMPILE_BACKEND", "aot_eager")
@@ -37,8 +37,8 @@ def main():
 
     try:
         for step, (x, y) in enumerate(batches(rank, 10)):
-            if rank == 1 and step == 3:
-                x, y = x[:7], y[:7]  # rank 1's shard ends with a partial batch
+            if rank in lab_culprits(1) and step == lab_int("LAB_STEP", 3):
+                x, y = x[:7], y[:7]  # this rank's shard ends with a partial batch
             loss = train_step(x, y)
             opt.zero_grad()
             loss.backward()
