@@ -8,7 +8,7 @@ LAB_STAMP := $(VENV)/.torch-2.13.0
 SCENARIOS ?= tests/scenarios
 JOBS ?= 2
 
-.PHONY: setup chromium demo test eval lab bench-fr check-kb clean
+.PHONY: setup chromium demo test eval fit lock lab lab-matrix bench-fr check-kb clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -48,6 +48,15 @@ test: setup chromium $(LAB_STAMP)
 eval: setup
 	$(PY) -m rankdoctor.evaluate $(SCENARIOS)
 
+## fit: refit the scoring weights (diagnose/weights.json) on every labelled scenario
+FIT_CORPUS ?= $(sort $(wildcard tests/scenarios/*/))
+fit: setup
+	$(PY) -m rankdoctor.fit $(FIT_CORPUS)
+
+## lock: rewrite the regression lock (tests/scenarios/expected.tsv) from the current results
+lock: setup
+	$(PY) -m rankdoctor.evaluate --lock tests/scenarios/expected.tsv tests/scenarios
+
 ## check-kb: validate every entry and run its examples
 check-kb: setup
 	$(PY) -m rankdoctor.kb.check
@@ -59,6 +68,10 @@ $(LAB_STAMP): $(STAMP)
 
 lab: $(LAB_STAMP)
 	$(PY) lab/run.py --out tests/scenarios/lab
+
+## lab-matrix: the fault matrix (same faults, culprit rank / world size / console options varied)
+lab-matrix: $(LAB_STAMP)
+	$(PY) lab/run.py --matrix
 
 ## bench-fr: torchfrtrace and `rankdoctor fr` side by side on every lab dump set
 bench-fr: $(LAB_STAMP)

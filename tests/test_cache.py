@@ -106,7 +106,7 @@ def test_cli_same_report_with_and_without_cache(tmp_path):
     outs = []
     for env in (env_off, env_on, env_on):
         p = subprocess.run([sys.executable, "-m", "rankdoctor.cli", "diagnose", case, "--format", "json"], capture_output=True, env=env, timeout=120, cwd=ROOT)
-        assert p.returncode == 1, p.stderr
-        outs.append(p.stdout)
+        assert p.returncode in (1, 3), p.stderr  # a failure found (diagnosed or inconclusive)
+        outs.append((p.returncode, p.stdout))
     assert outs[0] == outs[1] == outs[2]
     assert run_cli("--version").returncode == 0

@@ -30,10 +30,10 @@ def test_json_schema_v1():
     assert set(d) == {"schema", "verdict", "diagnoses", "ranks", "inputs"}
     top = d["diagnoses"][0]
     assert set(top) == {
-        "entry", "class", "title", "confidence", "initiating_rank", "collateral_ranks",
+        "entry", "class", "title", "confidence", "initiating_rank", "initiating_ranks", "collateral_ranks",
         "evidence", "root_cause", "fix", "verify", "missing",
     }
-    assert top["class"] == "cuda-oom" and top["initiating_rank"] == 2
+    assert top["class"] == "cuda-oom" and top["initiating_rank"] == 2 and top["initiating_ranks"] == [2]
     assert 0 < top["confidence"] <= 1
     assert 5 in top["collateral_ranks"]
     for ev in top["evidence"]:

@@ -159,6 +159,7 @@ def test_diagnose_with_explicit_fr_folder():
         "diagnose", str(LAB / "dtype-mismatch" / "console.log"), "--fr", str(LAB / "dtype-mismatch" / "fr"), "--format", "json"
     )
     d = json.loads(r.stdout)
-    assert r.returncode == 1 and d["diagnoses"][0]["class"] == "collective-desync"
+    # the dumps show the ranks' collectives differ (a failure, exit 1 or 3 as the model is sure)
+    assert r.returncode in (1, 3) and d["diagnoses"][0]["class"] == "collective-desync"
     r = run_cli("diagnose", str(LAB / "dtype-mismatch" / "console.log"), "--format", "json")
     assert json.loads(r.stdout)["verdict"] == "no-failure-found"  # the logs alone show nothing

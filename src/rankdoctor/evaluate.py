@@ -34,16 +34,47 @@ class Outcome:
     got_class: str | None
     got_rank: int | None
     verdict: str
+    want_ranks: list[int] | None = None  # several initiating ranks (the label's initiating_ranks)
+    got_ranks: list[int] | None = None
+    confidence: float | None = None
+
+    @property
+    def failed_run(self) -> bool:
+        return self.want_class not in ("none", "healthy", None)
 
     @property
     def class_ok(self) -> bool:
-        if self.want_class in ("none", "healthy", None):
+        if not self.failed_run:
             return self.verdict == "no-failure-found"
         return self.got_class == self.want_class or (self.got_class in self.also)
 
     @property
+    def rank_labelled(self) -> bool:
+        return bool(self.want_ranks) or self.want_rank is not None
+
+    @property
     def rank_ok(self) -> bool:
-        return self.got_rank == self.want_rank
+        """The labelled initiating rank(s); a label without one (the thread does not show
+        where it started) accepts any answer."""
+        if self.want_ranks:
+            return sorted(self.got_ranks or ([] if self.got_rank is None else [self.got_rank])) == sorted(self.want_ranks)
+        return self.want_rank is None or self.got_rank == self.want_rank
+
+    @property
+    def ok(self) -> bool:
+        return self.class_ok and self.rank_ok
+
+    @property
+    def confident_wrong(self) -> bool:
+        """``diagnosed`` with a wrong class, or naming a rank that is not the labelled one."""
+        if not self.failed_run:
+            return False
+        named_wrong = self.rank_labelled and self.got_rank is not None and not self.rank_ok
+        return self.verdict == "diagnosed" and (not self.class_ok or named_wrong)
+
+    @property
+    def called_healthy(self) -> bool:
+        return self.failed_run and self.verdict == "no-failure-found"
 
 
 def find_scenarios(roots: list[Path]) -> list[Path]:
@@ -82,9 +113,14 @@ def read_label(case: Path) -> dict:
                 klass = "none"
             _, rank = _find(data, _RANK_KEYS)
             _, also = _find(data, ("also_acceptable",))
+            _, ranks = _find(data, ("initiating_ranks",))
             if isinstance(rank, str) and rank.strip().isdigit():
                 rank = int(rank)
-            return {"class": klass or "none", "rank": rank if isinstance(rank, int) else None, "also": list(also or [])}
+            ranks = sorted(r for r in ranks if isinstance(r, int)) if isinstance(ranks, list) else []
+            if ranks and not isinstance(rank, int):
+                rank = ranks[0]
+            return {"class": klass or "none", "rank": rank if isinstance(rank, int) else None, "also": list(also or []),
+                    "ranks": ranks if len(ranks) > 1 else []}
     raise FileNotFoundError(case)
 
 
@@ -98,6 +134,16 @@ def evidence_paths(case: Path) -> list[str]:
             continue
         paths.append(str(p))
     return paths
+
+
+def weigh_case(kb: KnowledgeBase, scanner: Scanner, case: Path, paths: list[str] | None = None, use_fr: bool = True):
+    """Every hypothesis of one case with its features, as `rankdoctor diagnose` weighs them."""
+    from .pipeline import diagnose_paths
+
+    d, _, _ = diagnose_paths(
+        kb, paths or evidence_paths(case), lambda sources: scan_sources(kb, sources, scanner), fr=[str(case)], use_fr=use_fr
+    )
+    return d.weighing
 
 
 def run_case(kb: KnowledgeBase, scanner: Scanner, case: Path, paths: list[str] | None = None, use_fr: bool = True) -> Outcome:
@@ -118,51 +164,201 @@ def run_case(kb: KnowledgeBase, scanner: Scanner, case: Path, paths: list[str] |
         top.klass if top else None,
         top.initiating_rank if top else None,
         d.verdict,
+        label["ranks"] or None,
+        list(top.initiating_ranks) if top else None,
+        top.confidence if top else None,
     )
 
 
 def table(outcomes: list[Outcome]) -> str:
+    """Per labelled class: runs, class right, rank right (where the label has a rank)."""
     per: dict[str, list[Outcome]] = defaultdict(list)
     for o in outcomes:
         per[o.want_class].append(o)
     lines = [f"{'class':26s} {'cases':>5s} {'class ok':>9s} {'rank ok':>8s}"]
+
+    def row(name: str, os_: list[Outcome]) -> str:
+        lab = [o for o in os_ if o.rank_labelled]
+        return (f"{name:26s} {len(os_):5d} {sum(o.class_ok for o in os_):5d}/{len(os_):<3d} "
+                f"{sum(o.rank_ok for o in lab):4d}/{len(lab):<3d}")
+
     for k in sorted(per):
-        os_ = per[k]
-        lines.append(
-            f"{k:26s} {len(os_):5d} {sum(o.class_ok for o in os_):5d}/{len(os_):<3d} {sum(o.rank_ok for o in os_):4d}/{len(os_):<3d}"
-        )
-    n = len(outcomes)
-    c = sum(o.class_ok for o in outcomes)
-    r = sum(o.rank_ok for o in outcomes)
-    lines.append(f"{'TOTAL':26s} {n:5d} {c:5d}/{n:<3d} {r:4d}/{n:<3d}   top-1 class {100 * c / max(n, 1):.1f}%  initiating rank {100 * r / max(n, 1):.1f}%")
+        lines.append(row(k, per[k]))
+    lines.append(row("TOTAL", outcomes))
     return "\n".join(lines)
 
 
+def summary(outcomes: list[Outcome]) -> dict:
+    failed = [o for o in outcomes if o.failed_run]
+    lab = [o for o in failed if o.rank_labelled]
+    return {
+        "runs": len(outcomes), "failed": len(failed),
+        "class": sum(o.class_ok for o in failed), "rank": sum(o.rank_ok for o in lab), "rank_labelled": len(lab),
+        "confident_wrong": sum(o.confident_wrong for o in failed), "called_healthy": sum(o.called_healthy for o in failed),
+        "healthy_ok": sum(o.class_ok for o in outcomes if not o.failed_run), "healthy": len(outcomes) - len(failed),
+    }
+
+
+def summary_line(name: str, s: dict) -> str:
+    pct = lambda a, b: f"{a}/{b}" + (f" {100 * a / b:.0f}%" if b else "")  # noqa: E731
+    return (f"{name:28s} runs {s['runs']:3d}  class {pct(s['class'], s['failed']):>11s}  rank {pct(s['rank'], s['rank_labelled']):>10s}"
+            f"  confident wrong {s['confident_wrong']}/{s['failed']}  called healthy {s['called_healthy']}/{s['failed']}"
+            + (f"  healthy ok {s['healthy_ok']}/{s['healthy']}" if s["healthy"] else ""))
+
+
+# -- the regression lock -----------------------------------------------------------------
+#
+# tests/scenarios/expected.tsv holds one row per labelled scenario: its label, the result
+# the engine gave when the row was written, and "ok" or "miss" with the reason. CI
+# (tests/test_lock.py) fails when an "ok" case stops being right (or loses its
+# "diagnosed" verdict), when a miss gets worse (confidently wrong, or called healthy), and
+# when a miss gets fixed without the table saying so. `make lock` rewrites the table from
+# the current results, keeping the reasons of misses that are still misses.
+
+LOCK_COLUMNS = ("case", "label", "result", "verdict", "status", "reason")
+NO_REASON = "(reason not written yet)"
+
+
+def case_key(case: Path, root: Path) -> str:
+    return case.relative_to(root).as_posix()
+
+
+def _fmt_answer(klass: str | None, rank: int | None, ranks: list[int] | None) -> str:
+    where = ",".join(map(str, ranks)) if ranks and len(ranks) > 1 else ("-" if rank is None else str(rank))
+    return f"{klass or '-'}@{where}"
+
+
+def lock_row(key: str, o: Outcome, reason: str = "") -> dict:
+    return {
+        "case": key,
+        "label": _fmt_answer(o.want_class, o.want_rank, o.want_ranks),
+        "result": _fmt_answer(o.got_class, o.got_rank, o.got_ranks),
+        "verdict": o.verdict,
+        "status": "ok" if o.ok else "miss",
+        "reason": "" if o.ok else (reason or NO_REASON),
+    }
+
+
+def read_lock(path: Path) -> dict[str, dict]:
+    rows: dict[str, dict] = {}
+    if not path.is_file():
+        return rows
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.split("\t")
+        if parts[0] == "case":
+            continue
+        parts += [""] * (len(LOCK_COLUMNS) - len(parts))
+        rows[parts[0]] = dict(zip(LOCK_COLUMNS, parts))
+    return rows
+
+
+def write_lock(path: Path, rows: list[dict]) -> None:
+    head = (
+        "# Regression lock: every labelled scenario under tests/scenarios, its label (class@rank),\n"
+        "# the engine's answer when this table was written, and ok / miss (a known miss, with why).\n"
+        "# CI (tests/test_lock.py) fails on any regression. Rewrite with `make lock`; review the diff.\n"
+    )
+    body = ["\t".join(LOCK_COLUMNS)] + ["\t".join(r[c] for c in LOCK_COLUMNS) for r in sorted(rows, key=lambda r: r["case"])]
+    path.write_text(head + "\n".join(body) + "\n", encoding="utf-8")
+
+
+def judge(row: dict, o: Outcome) -> str | None:
+    """Why the current outcome is a regression against the locked row (None: it is not)."""
+    now = f"{_fmt_answer(o.got_class, o.got_rank, o.got_ranks)} ({o.verdict})"
+    if row["status"] == "ok":
+        if not o.ok:
+            return f"was right ({row['result']}, {row['verdict']}), now {now}; label {row['label']}"
+        if row["verdict"] == "diagnosed" and o.verdict != "diagnosed":
+            return f"was right and diagnosed, now only {o.verdict}"
+        return None
+    if not row["reason"] or row["reason"] == NO_REASON:
+        return "a known miss needs its reason in expected.tsv"
+    if o.ok:
+        return f"the known miss is fixed ({now}): mark it ok (make lock)"
+    was_cw = row["verdict"] == "diagnosed" and row["result"] != row["label"]
+    if o.confident_wrong and not was_cw:
+        return f"was an honest miss ({row['result']}, {row['verdict']}), now confidently wrong: {now}"
+    if o.called_healthy and row["verdict"] != "no-failure-found":
+        return f"was {row['result']} ({row['verdict']}), now called healthy"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    verbose = "-v" in argv
-    roots = [Path(a) for a in argv if a != "-v"] or [Path("tests/scenarios")]
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m rankdoctor.evaluate", description="Accuracy on labelled scenarios.")
+    ap.add_argument("roots", nargs="*", type=Path, default=[Path("tests/scenarios")])
+    ap.add_argument("-v", "--verbose", action="store_true", help="one line per case, right or wrong")
+    ap.add_argument("--lock", type=Path, help="rewrite this regression lock table from the current results")
+    a = ap.parse_args(argv)
     kb = load_kb()
     scanner = Scanner(kb)
-    cases = find_scenarios(roots)
+    cases = find_scenarios(a.roots)
     if not cases:
-        print(f"no scenarios (directories with {', '.join(LABEL_FILES)}) under {', '.join(map(str, roots))}", file=sys.stderr)
+        print(f"no scenarios (directories with {', '.join(LABEL_FILES)}) under {', '.join(map(str, a.roots))}", file=sys.stderr)
         return 2
-    outcomes = []
+    outcomes: list[tuple[Path, Outcome]] = []
     for case in cases:
         try:
             o = run_case(kb, scanner, case)
         except Exception as exc:  # a broken case is reported, not fatal
             print(f"{case}: cannot evaluate: {exc}", file=sys.stderr)
             continue
-        outcomes.append(o)
-        if verbose or not (o.class_ok and o.rank_ok):
-            mark = "ok " if o.class_ok and o.rank_ok else "BAD"
-            print(
-                f"{mark} {case}: want {o.want_class}/{o.want_rank} got {o.got_class}/{o.got_rank} ({o.verdict})"
-            )
-    print(table(outcomes))
+        outcomes.append((case, o))
+        if a.verbose or not o.ok or o.confident_wrong:
+            mark = "ok " if o.ok else "BAD"
+            conf = "" if o.confidence is None else f", {o.confidence:.2f}"
+            print(f"{mark} {case}: want {_fmt_answer(o.want_class, o.want_rank, o.want_ranks)} "
+                  f"got {_fmt_answer(o.got_class, o.got_rank, o.got_ranks)} ({o.verdict}{conf})"
+                  + ("  CONFIDENT-WRONG" if o.confident_wrong else ""))
+    only = [o for _, o in outcomes]
+    print()
+    print(table(only))
+    print()
+    by_set: dict[str, list[Outcome]] = defaultdict(list)
+    for case, o in outcomes:
+        by_set[case.parent.name].append(o)
+    for name in sorted(by_set):
+        print(summary_line(name, summary(by_set[name])))
+    print(summary_line("ALL", summary(only)))
+    _print_calibration()
+    if a.lock:
+        root = a.lock.parent
+        old = read_lock(a.lock)
+        rows = []
+        for case, o in outcomes:
+            key = case_key(case, root)
+            prev = old.get(key, {})
+            rows.append(lock_row(key, o, prev.get("reason", "") if prev.get("status") == "miss" else ""))
+            if prev and (why := judge(prev, o)):
+                print(f"lock: {key}: {why}")
+        write_lock(a.lock, rows)
+        misses = sum(r["status"] == "miss" for r in rows)
+        print(f"wrote {a.lock}: {len(rows)} scenarios, {misses} known misses")
     return 0
+
+
+def _print_calibration() -> None:
+    """The cross-validated reliability table and threshold `make fit` recorded."""
+    from .diagnose.scoring import default_weights
+
+    w = default_weights()
+    cv = w.meta.get("fitted", {}).get("cross_validated")
+    if not cv:
+        return
+    print()
+    print(f"verdict threshold {w.threshold:.2f} (P of the top class); cross-validated over {cv['failed_runs']} failed runs "
+          f"({cv['folds']} folds): class {cv['class_right']}/{cv['failed_runs']}, "
+          f"confident wrong {cv['confident_wrong']}/{cv['failed_runs']}")
+    rows = cv.get("reliability") or []
+    if rows:
+        print(f"{'confidence':>11s} {'runs':>5s} {'mean conf':>10s} {'class right':>12s}")
+        for r in rows:
+            mc = "-" if r["mean_confidence"] is None else f"{r['mean_confidence']:.2f}"
+            cr = "-" if r["class_right"] is None else f"{r['class_right']:.0%}"
+            print(f"{r['bin']:>11s} {r['runs']:5d} {mc:>10s} {cr:>12s}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 @dataclass
@@ -31,6 +31,15 @@ class Event:
             return int(v) if v is not None else None
         except ValueError:
             return None
+
+    def copy(self, **changes) -> "Event":
+        """A copy that later stages may change without touching what the scanner produced."""
+        changes.setdefault("captures", dict(self.captures))
+        return replace(self, **changes)
+
+    @property
+    def where(self) -> tuple[str, int]:
+        return (self.source, self.line)
 
 
 @dataclass

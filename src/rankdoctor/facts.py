@@ -29,6 +29,10 @@ FACTS: dict[str, str] = {
     # the last line of a Python traceback: which exception ended a rank
     "py-exception": r"^(?P<value>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit))(?::\s|\s*$)",
     "py-traceback": r"^Traceback \(most recent call last\):",
+    # a C++ exception that ended the process (std::terminate), and its message: gloo's
+    # EnforceNotMet, c10::Error, NCCL and CUDA errors raised outside Python
+    "cpp-terminate": r"terminate called (?:after throwing an instance of '(?P<value>[^']+)'|recursively|without an active exception)",
+    "cpp-what": r"^\s*what\(\):\s+(?P<value>\S.*)",
     # world size hints
     "world-size": r"\b(?:world_size|WORLD_SIZE|world size)\s*[=:]\s*(?P<world_size>\d+)",
     # NCCL's "comm 0x... rank R nranks N cudaDev D" (init and abort lines): world size, and

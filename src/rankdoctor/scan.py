@@ -41,6 +41,12 @@ _ATTR_HINT = re.compile(r"\[[A-Za-z_]+\d+\]:|\]<std(?:out|err)>:|\[rank: \d+\]|\
 _INTERLEAVED = re.compile(r"(?<=\S)(?=\[rank\d+\]:)")
 # PyTorch C++ messages name their rank inside the message: "[Rank 1] ..." (older releases,
 # default group) or "[PG ID 0 PG GUID 0(default_pg) Rank 1]" / "[PG 0 (default_pg) Rank 1]".
+# A line that reports trouble rather than work (the "activity" of a rank is its last other line).
+ERRORISH = re.compile(
+    r"(?i)error|exception|traceback|timed? ?out|watchdog|abort|fatal|fail|killed|sig(?:term|kill|abrt|segv|bus)|"
+    r"^\s*(?:File \"|\^+$|\[?[EF]\d{4} |what\(\)|terminate called|Exception raised from|frame #)"
+)
+_EXCEPTION_LINE = re.compile(FACTS["py-exception"])
 _IN_MESSAGE_RANK = re.compile(r"\[(?:PG ID 0 PG GUID 0\(default_pg\) |PG 0 \(default_pg\) )?Rank (\d+)\]")
 
 
@@ -389,23 +395,40 @@ class Scanner:
 
     @staticmethod
     def _note_tail(tail: bytes, total_lines: int, name: str, base: Attribution, dialect: Dialect, result: ScanResult) -> None:
-        """Keep the last timestamped line of each rank in this source: its last sign of life."""
+        """Each rank's last signs of life in this source: its last timestamped line
+        ("tail") and its last line that is not an error report ("activity": normal output,
+        a progress counter), so a rank that went quiet early can be told from one that
+        was still working while the others waited."""
         lines = tail.decode("utf-8", "replace").split("\n")
         if lines and lines[-1] == "":
             lines.pop()
         lines = lines[-TAIL_LINES:]
         first_no = total_lines - len(lines) + 1
         last: dict[tuple, Fact] = {}
+        active: dict[tuple, Fact] = {}
+        in_traceback: set[tuple] = set()
         for i, raw in enumerate(lines):
             text = clean(raw)
-            a, _ = parse_prefix(text, dialect)
+            a, at = parse_prefix(text, dialect)
             a = a.merged_over(base)
-            if a.ts is None or (a.rank is None and a.local_rank is None):
+            if a.rank is None and a.local_rank is None:
                 continue
-            last[(a.rank, a.local_rank, a.host)] = Fact(
-                "tail", name, first_no + i, text[:MAX_TEXT], a.rank, a.local_rank, a.host, a.time, a.ts, {}
-            )
+            key = (a.rank, a.local_rank, a.host)
+            fact = Fact("tail", name, first_no + i, text[:MAX_TEXT], a.rank, a.local_rank, a.host, a.time, a.ts, {})
+            if a.ts is not None:
+                last[key] = fact
+            message = text[at:].strip()
+            if message.startswith("Traceback (most recent call last)"):
+                in_traceback.add(key)  # its frames and code lines are not work
+                continue
+            if key in in_traceback:
+                if _EXCEPTION_LINE.match(message):
+                    in_traceback.discard(key)
+                continue
+            if message and not ERRORISH.search(message):
+                active[key] = Fact("activity", name, first_no + i, text[:MAX_TEXT], a.rank, a.local_rank, a.host, a.time, a.ts, {})
         result.tails.extend(last.values())
+        result.tails.extend(active.values())
 
     def _scan_chunk(
         self,
@@ -497,7 +520,7 @@ class Scanner:
                 shown = seg if len(seg) <= MAX_TEXT else seg[:MAX_TEXT] + " …"
                 if pat.kind == "fact":
                     fact = Fact(pat.signature, name, lineno, shown, attr.rank, attr.local_rank, attr.host, attr.time, attr.ts, caps)
-                    if pat.signature == "py-exception":
+                    if pat.signature in ("py-exception", "cpp-terminate", "cpp-what"):
                         fact.context = _lines_before(chunk, start, tail)
                     result.facts.append(fact)
                     break

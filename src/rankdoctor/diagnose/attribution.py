@@ -1,12 +1,139 @@
-"""Attribution: give every event the global rank it belongs to, and count the ranks."""
+"""Attribution: every event gets the global rank it belongs to, as a new list.
+
+The scanner's events are never changed: this stage copies what it adjusts. It gives
+lines printed inside a launcher record that record's rank, maps local ranks to global
+ranks where the logs show the mapping, turns a harmless line that keeps repeating into a
+cause, adds Python exceptions, C++ aborts and each rank's last lines as events, and
+gives an unprefixed fatal line the rank whose stream it interrupts or whose death the
+launcher recorded.
+"""
 
 from __future__ import annotations
 
-from ..events import Event, ScanResult
-from ..kb.loader import KnowledgeBase
-from .launcher import LauncherSummary
+from dataclasses import dataclass, replace
 
-def map_local_ranks(events: list[Event], summary: LauncherSummary, scan: ScanResult) -> None:
+from ..events import Event, ScanResult
+from ..ingest.prefix import parse_prefix
+from ..kb.loader import KnowledgeBase
+from .launcher import ExitRecord, LauncherSummary, read_launcher
+
+# internal event roles besides the knowledge base's cause / symptom / context
+TRACE = "trace"  # the last line of a Python traceback: "XError: message"
+FATAL = "fatal"  # a C++ exception that ended the process: "terminate called ...", "what(): ..."
+TAIL = "tail"  # a rank's last timestamped line
+ACTIVITY = "activity"  # a rank's last line that reports work, not trouble
+
+_FACT_ROLES = {"py-exception": TRACE, "py-traceback": TRACE, "cpp-terminate": FATAL, "cpp-what": FATAL}
+_FACT_SIGNATURES = {"py-exception": "python-exception", "py-traceback": "python-traceback", "cpp-terminate": "cpp-terminate", "cpp-what": "cpp-what"}
+_STREAM_LOOKBACK = 12  # lines above an unprefixed fatal line searched for the rank it interrupts
+
+
+@dataclass
+class Attributed:
+    """What the later stages read: attributed events, the launcher's records with global
+    ranks, the ranks seen and the world size the logs state."""
+
+    events: list[Event]
+    summary: LauncherSummary
+    seen: set[int]
+    world_size: int | None
+
+
+def attribute(kb: KnowledgeBase, scan: ScanResult) -> Attributed:
+    summary = read_launcher(scan.facts)
+    events = _escalate_repeats(kb, _dedupe(scan.events)) + _fact_events(scan)
+    events = _inside_launcher_records(events, summary)
+    events = [_stream_owner(e) for e in events]
+    to_global = _local_rank_mapping(events, summary, scan)
+    events = [_globalised(e, to_global) for e in events]
+    summary = replace(
+        summary,
+        records=[
+            replace(r, rank=to_global(r.host, r.local_rank)) if r.rank is None and r.local_rank is not None else r
+            for r in summary.records
+        ],
+    )
+    events = _launcher_aborts(events, summary)
+    seen, world_size = _world(scan, events, summary)
+    return Attributed(events, summary, seen, world_size)
+
+
+def _dedupe(events: list[Event]) -> list[Event]:
+    """One event per (line, entry, signature, rank); keep the first."""
+    seen: set[tuple] = set()
+    out = []
+    for ev in events:
+        k = (ev.source, ev.line, ev.entry, ev.signature, ev.rank)
+        if k not in seen:
+            seen.add(k)
+            out.append(ev)
+    return out
+
+
+def _escalate_repeats(kb: KnowledgeBase, events: list[Event]) -> list[Event]:
+    """A line that is harmless once (an overflow skip) is a failure when it keeps coming:
+    its ``repeat_cause`` threshold (entry data) turns its events into causes."""
+    counts: dict[tuple[str, str], int] = {}
+    for e in events:
+        counts[(e.entry, e.signature)] = counts.get((e.entry, e.signature), 0) + 1
+    out = []
+    for e in events:
+        try:
+            n = kb.get(e.entry).signature(e.signature).repeat_cause
+        except KeyError:
+            n = None
+        if n and counts[(e.entry, e.signature)] >= n and e.role != "cause":
+            e = e.copy(role="cause")
+            e.captures["repeats"] = str(counts[(e.entry, e.signature)])
+        out.append(e)
+    return out
+
+
+def _fact_events(scan: ScanResult) -> list[Event]:
+    """Python exceptions, C++ aborts and each rank's last lines, as events."""
+    out = []
+    for f in scan.facts:
+        role = _FACT_ROLES.get(f.fact)
+        if role:
+            out.append(Event("", _FACT_SIGNATURES[f.fact], role, f.source, f.line, f.text, f.rank, f.local_rank, f.host,
+                             None, None, f.time, f.ts, dict(f.captures), list(f.context)))
+    for f in scan.tails:
+        role = ACTIVITY if f.fact == "activity" else TAIL
+        out.append(Event("", "last-line" if role == TAIL else "last-activity", role, f.source, f.line, f.text, f.rank,
+                         f.local_rank, f.host, None, None, f.time, f.ts, {}))
+    return out
+
+
+def _inside_launcher_records(events: list[Event], summary: LauncherSummary) -> list[Event]:
+    """Lines printed inside a launcher record are about that record's rank — printed by the
+    launcher, not by the rank (``captures["launcher"]``)."""
+    spans: dict[str, list[ExitRecord]] = {}
+    for r in summary.records:
+        if r.rank is not None or r.local_rank is not None:
+            spans.setdefault(r.source, []).append(r)
+    if not spans:
+        return events
+    out = []
+    for ev in events:
+        for r in spans.get(ev.source, ()):
+            if r.line <= ev.line <= r.end:
+                ev = ev.copy(
+                    rank=r.rank if r.rank is not None else ev.rank,
+                    local_rank=r.local_rank if r.local_rank is not None else ev.local_rank,
+                    host=r.host or ev.host,
+                )
+                ev.captures.setdefault("exitcode", str(r.exitcode) if r.exitcode is not None else "")
+                ev.captures["launcher"] = "1"
+                if r.killed_by_launcher and ev.role == "cause":
+                    ev.role = "symptom"  # the launcher's own SIGKILL: how the rank ended, not why
+                break
+        out.append(ev)
+    return out
+
+
+def _local_rank_mapping(events: list[Event], summary: LauncherSummary, scan: ScanResult):
+    """A function (host, local rank) -> global rank, from what the logs show: launcher
+    records, lines carrying both prefixes, NCCL's "comm ... rank R nranks N cudaDev D"."""
     pairs: dict[tuple[str | None, int], int] = {}
     for r in summary.records:
         if r.rank is not None and r.local_rank is not None:
@@ -14,8 +141,6 @@ def map_local_ranks(events: list[Event], summary: LauncherSummary, scan: ScanRes
     for ev in events:
         if ev.rank is not None and ev.local_rank is not None:
             pairs.setdefault((ev.host, ev.local_rank), ev.rank)
-    # NCCL's "comm 0x.. rank R nranks N cudaDev D" lines: on this host, device D is global rank R
-    # (NCCL's localRank numbers follow the devices in the usual one-GPU-per-rank setup)
     for f in scan.facts:
         if f.fact == "nccl-nranks" and f.host and f.captures.get("device", "").isdigit() and f.captures.get("rank", "").isdigit():
             pairs.setdefault((f.host, int(f.captures["device"])), int(f.captures["rank"]))
@@ -33,43 +158,61 @@ def map_local_ranks(events: list[Event], summary: LauncherSummary, scan: ScanRes
         and (max_global < 8 or max_global <= max(known_local, default=-1))
     )
 
-    def to_global(host: str | None, lr: int) -> int | None:
+    def to_global(host: str | None, lr: int | None) -> int | None:
+        if lr is None:
+            return None
         if (host, lr) in pairs:
             return pairs[(host, lr)]
         ranks = by_local.get(lr, set())
         if len(ranks) == 1 and single_node:
             return next(iter(ranks))
-        if single_node:
-            return lr
-        return None
+        return lr if single_node else None
 
-    for ev in events:
-        if ev.rank is None and ev.local_rank is not None:
-            ev.rank = to_global(ev.host, ev.local_rank)
-        plr = ev.cap_int("peer_local_rank")
-        if plr is not None and "peer_rank" not in ev.captures:
-            g = to_global(ev.host, plr)
-            if g is not None:
-                ev.captures["peer_rank"] = str(g)
-    for r in summary.records:
-        if r.rank is None and r.local_rank is not None:
-            r.rank = to_global(r.host, r.local_rank)
+    return to_global
 
 
-def dedupe(events: list[Event]) -> list[Event]:
-    """One event per (line, entry, signature); keep the first."""
-    seen: set[tuple] = set()
+def _globalised(ev: Event, to_global) -> Event:
+    rank = ev.rank if ev.rank is not None else to_global(ev.host, ev.local_rank)
+    plr = ev.cap_int("peer_local_rank")
+    peer = to_global(ev.host, plr) if plr is not None and "peer_rank" not in ev.captures else None
+    if rank == ev.rank and peer is None:
+        return ev
+    out = ev.copy(rank=rank)
+    if peer is not None:
+        out.captures["peer_rank"] = str(peer)
+    return out
+
+
+def _stream_owner(ev: Event) -> Event:
+    """A fatal line with no rank prefix ("terminate called after throwing ...", "what():",
+    a bare exception) belongs to the rank whose stream it interrupts: the nearest
+    rank-prefixed line just above it."""
+    if ev.rank is not None or ev.local_rank is not None or ev.role not in (TRACE, FATAL, "cause"):
+        return ev
+    for line in reversed(ev.context[-_STREAM_LOOKBACK:]):
+        a, _ = parse_prefix(line)
+        if a.rank is not None or a.local_rank is not None:
+            out = ev.copy(rank=a.rank, local_rank=a.local_rank, host=ev.host or a.host)
+            out.captures["rank_from"] = "stream"
+            return out
+    return ev
+
+
+def _launcher_aborts(events: list[Event], summary: LauncherSummary) -> list[Event]:
+    """An unattributed C++ abort belongs to the one rank the launcher saw die of SIGABRT."""
+    aborted = sorted({r.rank for r in summary.records if r.rank is not None and r.exitcode == -6})
+    if len(aborted) != 1:
+        return events
     out = []
     for ev in events:
-        k = (ev.source, ev.line, ev.entry, ev.signature, ev.rank)
-        if k in seen:
-            continue
-        seen.add(k)
+        if ev.rank is None and ev.role == FATAL:
+            ev = ev.copy(rank=aborted[0])
+            ev.captures["rank_from"] = "launcher"
         out.append(ev)
     return out
 
 
-def world_of(scan: ScanResult, events: list[Event], summary: LauncherSummary) -> tuple[set[int], int | None]:
+def _world(scan: ScanResult, events: list[Event], summary: LauncherSummary) -> tuple[set[int], int | None]:
     seen = set(scan.ranks_seen)
     seen |= {e.rank for e in events if e.rank is not None}
     seen |= {r.rank for r in summary.records if r.rank is not None}
@@ -79,29 +222,3 @@ def world_of(scan: ScanResult, events: list[Event], summary: LauncherSummary) ->
         if ws and ws.isdigit() and 0 < int(ws) <= 1_000_000:
             size = max(size or 0, int(ws))
     return seen, size
-
-
-def fact_events(scan: ScanResult) -> list[Event]:
-    """Python exception lines and each rank's last line, as events the engine can attribute."""
-    out = []
-    for f in scan.facts:
-        if f.fact in ("py-exception", "py-traceback"):
-            out.append(Event("", f.fact.replace("py-", "python-"), "trace", f.source, f.line, f.text, f.rank, f.local_rank, f.host, None, None, f.time, f.ts, dict(f.captures), list(f.context)))
-    for f in scan.tails:
-        out.append(Event("", "last-line", "tail", f.source, f.line, f.text, f.rank, f.local_rank, f.host, None, None, f.time, f.ts, {}))
-    return out
-
-
-def escalate_repeats(kb: KnowledgeBase, events: list[Event]) -> None:
-    """A line that is harmless once (an overflow skip) is a failure when it keeps coming."""
-    counts: dict[tuple[str, str], int] = {}
-    for e in events:
-        counts[(e.entry, e.signature)] = counts.get((e.entry, e.signature), 0) + 1
-    for e in events:
-        try:
-            n = kb.get(e.entry).signature(e.signature).repeat_cause
-        except KeyError:
-            continue
-        if n and counts[(e.entry, e.signature)] >= n and e.role != "cause":
-            e.role = "cause"
-            e.captures["repeats"] = str(counts[(e.entry, e.signature)])

@@ -38,6 +38,7 @@ class CollectiveFinding:
     strength: float = 0.0  # how clear the disagreement is (0..1)
     barrier_like: bool = False
     reports: dict[int, Report] = field(default_factory=dict)
+    unseen: list[int] = field(default_factory=list)  # ranks of the job with no line in these logs
 
 
 def minority(values: dict[int, object]) -> tuple[list[int], bool]:
@@ -73,7 +74,10 @@ def collect_reports(events: list[Event]) -> dict[int, Report]:
     return reports
 
 
-def analyse(events: list[Event], expected_ranks: set[int] | None) -> CollectiveFinding | None:
+def analyse(events: list[Event], expected_ranks: set[int] | None, present: set[int] | None = None) -> CollectiveFinding | None:
+    """Compare the ranks' timeout reports. ``expected_ranks``: the job's ranks;
+    ``present``: those with any line in these logs (a rank that is not in them at all is
+    not said to have "never reported": the logs may be one rank's paste)."""
     reports = collect_reports(events)
     if not reports:
         return None
@@ -86,9 +90,7 @@ def analyse(events: list[Event], expected_ranks: set[int] | None) -> CollectiveF
     # 1. different collectives at the same sequence number
     if len(set(seqs.values())) == 1 and len({v for v in ops.values()}) > 1:
         culprits, clear = minority(ops)
-        detail = "; ".join(
-            f"rank {r}: {op}{'' if n is None else f' NumelIn={n}'}" for r, (op, n) in sorted(ops.items())
-        )
+        detail = _grouped(ops, lambda v: f"{v[0]}{'' if v[1] is None else f' NumelIn={v[1]}'}", culprits if clear else [])
         seq = next(iter(seqs.values()))
         return CollectiveFinding(
             "desync",
@@ -103,13 +105,15 @@ def analyse(events: list[Event], expected_ranks: set[int] | None) -> CollectiveF
     for name, values in (("SeqNum", seqs), ("last enqueued work", enq)):
         if len(set(values.values())) > 1:
             culprits, clear = minority(values)
-            detail = ", ".join(f"rank {r}: {v}" for r, v in sorted(values.items()))
+            detail = _grouped(values, str, culprits if clear else [])
             return CollectiveFinding(
                 "desync", culprits, reporting, f"ranks disagree on {name} ({detail})", 0.8 if clear else 0.6, barrier_like, reports
             )
     # 3. everyone agrees: is someone missing?
     if expected_ranks:
-        absent = sorted(expected_ranks - set(reporting))
+        shown = expected_ranks if present is None else expected_ranks & (present | set(reporting))
+        absent = sorted(shown - set(reporting))
+        unseen = sorted(expected_ranks - shown)
         if absent:
             first = reports[reporting[0]]
             if first.seq is not None or first.op:
@@ -127,8 +131,25 @@ def analyse(events: list[Event], expected_ranks: set[int] | None) -> CollectiveF
                 0.7,
                 barrier_like,
                 reports,
+                unseen,
             )
+        if unseen:
+            return CollectiveFinding("uniform", [], reporting, f"{ranks_phrase(reporting)} wait at the same collective; "
+                                     f"{ranks_phrase(unseen)} {'is' if len(unseen) == 1 else 'are'} not in these logs",
+                                     0.0, barrier_like, reports, unseen)
     return CollectiveFinding("uniform", [], reporting, "every reporting rank waits at the same collective", 0.0, barrier_like, reports)
+
+
+def _grouped(values: dict[int, object], fmt, odd: list[int]) -> str:
+    """"ranks 0-2,4-7: X; rank 3: Y (the odd one out)": ranks grouped by what they report."""
+    groups: dict[object, list[int]] = {}
+    for r, v in sorted(values.items()):
+        groups.setdefault(v, []).append(r)
+    parts = []
+    for v, rs in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[1])):
+        tag = " (the odd one out)" if odd and set(rs) == set(odd) else ""
+        parts.append(f"{ranks_phrase(rs)}: {fmt(v)}{tag}")
+    return "; ".join(parts)
 
 
 def _fmt(ranks: list[int]) -> str:

@@ -1,80 +1,159 @@
-"""From events to a ranked diagnosis.
+"""From scanned evidence to a ranked diagnosis, in small pure stages:
 
-The engine reasons across ranks in a few small steps, each over plain data:
+1. ``attribution``: every event gets its global rank (a new list; the scan is not changed);
+2. ``ranktable``: one row per rank — its own first failure, how it ended, its last work,
+   what it waited in, whom it accused;
+3. ``hypotheses``: (entry, initiating ranks) pairs proposed from entries' lines, cross-rank
+   findings and failure lines no entry names;
+4. ``features`` + ``scoring``: each hypothesis described by named features, weighed by one
+   fitted function into probabilities;
+5. ``present``: the winner as a finding with evidence, root cause, fix and missing facts.
 
-1. attribute: launcher records give their lines a rank; local ranks become global ranks
-   where the logs show the mapping;
-2. candidates from causes: a rank's own failure (exception, OOM, assert, signal);
-3. candidates from cross-rank findings: collective reports that disagree (desync), a rank
-   absent from the timeouts (dead or straggling), peers naming a dead rank;
-4. score, rank, and pick the initiating rank; everything else a rank printed about the
-   failure is collateral;
-5. say what is missing when the evidence is short.
+The verdict is ``no-failure-found`` when nothing shows a failure (no cause or symptom
+line, no exception, no abort, no death); otherwise ``diagnosed`` when the top answer's
+class holds at least the calibrated threshold of the probability, else ``inconclusive``.
 """
-
 
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..events import ScanResult
 from ..kb.loader import KnowledgeBase
-from .attribution import dedupe, escalate_repeats, fact_events, map_local_ranks, world_of
-from .candidates import accused_ranks, cause_candidates, cross_rank_candidates, fingerprint_candidate, refine, symptom_candidates
-from .collectives import analyse
-from .common import DIAGNOSED_AT, Candidate, event_key, fingerprint
-
-__all__ = ["diagnose", "fingerprint"]
-from .frcandidates import fr_candidates, fr_events
-from .launcher import attribute_events, read_launcher
+from .attribution import Attributed, attribute
+from .common import fingerprint
+from .features import Context, context, featurize
+from .frcandidates import fr_events
+from .hypotheses import Hypothesis, generate
 from .model import Diagnosis, InputInfo
 from .present import to_finding
+from .ranktable import End, RankTable, build_rank_table
+from .scoring import Weights, default_weights, posterior
 
 if TYPE_CHECKING:
     from ..flightrec.analyze import FRReport
 
+__all__ = ["diagnose", "weigh", "rescore", "answers", "fingerprint", "Weighing", "Scored", "Answer"]
 
-def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None) -> Diagnosis:
-    events = dedupe(scan.events)
-    escalate_repeats(kb, events)
-    events += fact_events(scan)
-    summary = read_launcher(scan.facts)
-    attribute_events(events, summary)
-    map_local_ranks(events, summary, scan)
-    seen, world_size = world_of(scan, events, summary)
+MAX_FINDINGS = 3
+
+
+@dataclass
+class Scored:
+    hyp: Hypothesis
+    features: dict[str, float]
+    score: float
+    p: float
+
+
+@dataclass
+class Weighing:
+    """Everything the engine computed for one run: what the views' ``-v`` shows and what
+    ``rankdoctor.fit`` learns from."""
+
+    att: Attributed
+    table: RankTable
+    cx: Context | None
+    scored: list[Scored]  # best first
+    null_p: float
+    failed: bool  # the evidence shows a failure (else the run looks healthy)
+
+
+def weigh(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, weights: Weights | None = None) -> Weighing:
+    weights = weights or default_weights()
+    att = attribute(kb, scan)
+    if fr is not None:
+        att = Attributed(att.events + fr_events(fr), att.summary, att.seen, att.world_size)
+    table = build_rank_table(kb, att, fr)
+    failed = _shows_failure(att, table, fr)
+    if not failed:
+        return Weighing(att, table, None, [], 1.0, False)
+    cx = context(kb, table, att.events)
+    hyps = generate(kb, table, att.events)
+    feats = [featurize(h, cx) for h in hyps]
+    scores = [weights.score(f) for f in feats]
+    ps, null_p = posterior(scores, weights.null)
+    scored = [Scored(h, f, s, p) for h, f, s, p in zip(hyps, feats, scores, ps)]
+    scored.sort(key=lambda x: (-x.p, x.hyp.entry.id, len(x.hyp.ranks), x.hyp.ranks))
+    return Weighing(att, table, cx, scored, null_p, True)
+
+
+def rescore(w: Weighing, weights: Weights) -> Weighing:
+    """The same hypotheses and features weighed with other weights (fitting, cross-validation)."""
+    if not w.scored:
+        return w
+    scores = [weights.score(s.features) for s in w.scored]
+    ps, null_p = posterior(scores, weights.null)
+    scored = [Scored(s.hyp, s.features, sc, p) for s, sc, p in zip(w.scored, scores, ps)]
+    scored.sort(key=lambda x: (-x.p, x.hyp.entry.id, len(x.hyp.ranks), x.hyp.ranks))
+    return Weighing(w.att, w.table, w.cx, scored, null_p, w.failed)
+
+
+@dataclass
+class Answer:
+    """One entry's share of the probability, and where it started."""
+
+    entry_p: float
+    class_p: float
+    best: Scored  # the entry's most likely (ranks) hypothesis
+    ranks: tuple[int, ...]  # () when no rank set holds enough of the entry's probability
+    rivals: list[Scored]  # the entry's other rank hypotheses, best first
+
+
+def answers(w: Weighing, weights: Weights) -> list[Answer]:
+    """Entries by probability (summed over their rank hypotheses), classes first."""
+    by_entry: dict[str, list[Scored]] = {}
+    for s in w.scored:
+        by_entry.setdefault(s.hyp.entry.id, []).append(s)
+    class_p: dict[str, float] = {}
+    for s in w.scored:
+        class_p[s.hyp.entry.class_] = class_p.get(s.hyp.entry.class_, 0.0) + s.p
+    out = []
+    for items in by_entry.values():
+        entry_p = sum(s.p for s in items)
+        # one rank set per kind of reasoning can be proposed twice (own lines, a finding):
+        # the rank set's probability is what all of them give it
+        by_ranks: dict[tuple[int, ...], float] = {}
+        for s in items:
+            by_ranks[s.hyp.ranks] = by_ranks.get(s.hyp.ranks, 0.0) + s.p
+        # where it started: the likeliest rank set, "unknown" (no rank) competing with the
+        # others; a set is named only if it also holds rank_share of the entry's probability
+        ranks, p_ranks = max(by_ranks.items(), key=lambda kv: (kv[1], -len(kv[0]), tuple(-r for r in kv[0])))
+        if entry_p <= 0 or p_ranks / entry_p < weights.rank_share:
+            ranks = ()
+        best = next((s for s in items if s.hyp.ranks == ranks), items[0])
+        out.append(Answer(entry_p, class_p[best.hyp.entry.class_], best, ranks, [s for s in items if s is not best]))
+    out.sort(key=lambda a: (-a.class_p, -a.entry_p, a.best.hyp.entry.id))
+    return out
+
+
+def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, weights: Weights | None = None) -> Diagnosis:
+    weights = weights or default_weights()
+    w = weigh(kb, scan, fr, weights)
     inputs = [InputInfo(i.path, i.bytes, i.lines) for i in scan.inputs]
-    warnings = [w for i in scan.inputs for w in i.warnings] + scan.warnings
-    ranks_count = world_size or (max(seen) + 1 if seen else 0)
+    warnings = [x for i in scan.inputs for x in i.warnings] + scan.warnings
+    seen = sorted(w.att.seen)
+    count = w.att.world_size or (max(seen) + 1 if seen else 0)
+    if not w.failed:
+        return Diagnosis("no-failure-found", [], count, seen, inputs, warnings, table=w.table, weighing=w)
+    ranked = answers(w, weights)
+    findings = [to_finding(kb, a, w, weights) for a in ranked[:MAX_FINDINGS]]
+    verdict = "diagnosed" if ranked and ranked[0].class_p >= weights.threshold else "inconclusive"
+    return Diagnosis(verdict, findings, count, seen, inputs, warnings, table=w.table, weighing=w)
 
-    events += fr_events(fr) if fr else []
-    alarming = [e for e in events if e.role in ("cause", "symptom")]
-    fr_says = fr is not None and fr.verdict in ("mismatch", "hang")
-    if not alarming and not fr_says and not fingerprint_candidate(kb, events):
-        return Diagnosis("no-failure-found", [], ranks_count, sorted(seen), inputs, warnings)
 
-    expected: set[int] | None = None
-    if world_size:
-        expected = set(range(world_size))
-    elif seen:
-        expected = set(range(max(seen) + 1))
-
-    coll = analyse(events, expected)
-    accused = accused_ranks(events)
-    exits = summary.by_rank()
-    fr_culprits = set(fr.culprit_ranks()) if fr else set()
-    cands = cause_candidates(kb, events, coll, accused, exits, fr_culprits)
-    cands += cross_rank_candidates(kb, events, coll, accused, cands, exits, expected)
-    if fr:
-        cands += fr_candidates(kb, fr, events, cands)
-    cands += symptom_candidates(kb, events, cands, coll)
-    cands = [refine(kb, c, events) for c in cands]
-
-    best: dict[str, Candidate] = {}
-    for c in cands:
-        if c.entry.id not in best or c.score > best[c.entry.id].score:
-            best[c.entry.id] = c
-    ranked = sorted(best.values(), key=lambda c: (-c.score, event_key(c.events[0]) if c.events else (math.inf,)))
-    findings = [to_finding(kb, c, events, coll, exits, seen) for c in ranked[:3]]
-    verdict = "diagnosed" if findings and findings[0].confidence >= DIAGNOSED_AT else "inconclusive"
-    return Diagnosis(verdict, findings, ranks_count, sorted(seen), inputs, warnings)
+def _shows_failure(att: Attributed, table: RankTable, fr: "FRReport | None") -> bool:
+    """A cause or symptom line, a rank's own exception or abort, a death the launcher
+    saw, ranks whose last collectives differ, or a Flight Recorder mismatch/hang: the run failed, whether or not an entry names
+    how. NCCL INFO noise, warnings and clean exits are not failures."""
+    if any(e.role in ("cause", "symptom") for e in att.events if e.entry):
+        return True
+    if table.unranked_failures or any(rw.failures for rw in table.rows.values()):
+        return True
+    if any(rw.end in (End.own_death, End.died_waiting) for rw in table.rows.values()):
+        return True
+    # TORCH_DISTRIBUTED_DEBUG=DETAIL fingerprints: ranks last entered different collectives
+    if len({(e.captures.get("op"), e.captures.get("seq"), e.captures.get("value")) for e in table.fingerprints.values()}) > 1:
+        return True
+    return fr is not None and fr.verdict in ("mismatch", "hang")

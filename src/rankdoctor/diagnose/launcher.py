@@ -32,6 +32,11 @@ class ExitRecord:
     block: bool = True  # a multi-line summary record (else one agent log line)
 
     @property
+    def end(self) -> int:
+        """The last line of the record (a summary block spans several)."""
+        return max(self.last_line, self.line + _BLOCK_SPAN) if self.block else self.line
+
+    @property
     def signal_name(self) -> str | None:
         if self.exitcode is None or self.exitcode >= 0:
             return None
@@ -121,31 +126,6 @@ def read_launcher(facts: list[Fact]) -> LauncherSummary:
     for r in summary.records:
         r.killed_by_launcher = r.pid is not None and r.pid in summary.forced_kill_pids
     return summary
-
-
-def attribute_events(events: list[Event], summary: LauncherSummary) -> None:
-    """Give events printed inside a launcher record the record's rank and host."""
-    spans: dict[str, list[ExitRecord]] = {}
-    for r in summary.records:
-        spans.setdefault(r.source, []).append(r)
-    if not spans:
-        return
-    for ev in events:
-        for r in spans.get(ev.source, ()):
-            end = max(r.last_line, r.line + _BLOCK_SPAN) if r.block else r.line
-            if r.line <= ev.line <= end and (
-                r.rank is not None or r.local_rank is not None
-            ):
-                if r.rank is not None:
-                    ev.rank = r.rank
-                if r.local_rank is not None:
-                    ev.local_rank = r.local_rank
-                ev.host = r.host or ev.host
-                ev.captures.setdefault("exitcode", str(r.exitcode) if r.exitcode is not None else "")
-                ev.captures["launcher"] = "1"  # printed by the launcher about this rank, not by the rank
-                if r.killed_by_launcher and ev.role == "cause":
-                    ev.role = "symptom"  # the launcher's own SIGKILL: how the rank ended, not why
-                break
 
 
 def _i(v: str | None) -> int | None:

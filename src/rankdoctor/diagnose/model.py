@@ -48,6 +48,9 @@ class Finding:
     missing: list[str]
     initiating_host: str | None = None
     notes: list[str] = field(default_factory=list)  # reasoning shown in the text view
+    initiating_ranks: list[int] = field(default_factory=list)  # every rank that started it
+    class_confidence: float = 0.0  # probability of the class (its entries together)
+    reasoning: list[dict] = field(default_factory=list)  # score breakdown, winner and runner-up (-v)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -56,6 +59,7 @@ class Finding:
             "title": self.title,
             "confidence": round(self.confidence, 2),
             "initiating_rank": self.initiating_rank,
+            "initiating_ranks": self.initiating_ranks,
             "collateral_ranks": self.collateral_ranks,
             "evidence": [e.to_json() for e in self.evidence],
             "root_cause": self.root_cause,
@@ -80,6 +84,8 @@ class Diagnosis:
     ranks_seen: list[int]
     inputs: list[InputInfo]
     warnings: list[str] = field(default_factory=list)
+    table: Any = None  # the rank table the answer was read from (views; not in the JSON)
+    weighing: Any = None  # every hypothesis with its features and probability (-v; not in the JSON)
 
     def to_json(self) -> dict[str, Any]:
         return {

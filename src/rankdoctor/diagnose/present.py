@@ -1,69 +1,131 @@
-"""From the winning candidate to the Finding a user reads: evidence grouped across ranks,
-the root-cause sentence, the fix, and the facts still missing."""
+"""From a weighed answer to the Finding a user reads: evidence grouped across ranks, the
+root-cause sentence (speaking of the ranks actually involved), the fix, the facts still
+missing, and the reasoning (``-v``)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..events import Event
-from .collectives import compress_ranks
 from ..ingest.prefix import parse_prefix
-from .common import DIAGNOSED_AT, MAX_EVIDENCE, PREFIX_MASK, Candidate, event_key, fingerprint, weak
+from .attribution import ACTIVITY, FATAL, TAIL, TRACE
+from .collectives import compress_ranks, ranks_phrase
+from .common import MAX_EVIDENCE, PREFIX_MASK, event_key, fingerprint
+from .features import FEATURES, primary_failure
+from .hypotheses import Kind
 from .model import Evidence, Finding
+from .ranktable import End
 from .traceback import user_call_site
 
-def _group(events: list[Event]) -> list[tuple[Event, int, list[int]]]:
-    groups: dict[tuple[str, str], list[Event]] = {}
-    order: list[tuple[str, str]] = []
-    for ev in events:
-        k = (ev.signature, fingerprint(ev.text))
-        if k not in groups:
-            groups[k] = []
-            order.append(k)
-        groups[k].append(ev)
-    out = []
-    for k in order:
-        evs = groups[k]
-        ranks = sorted({e.rank for e in evs[1:] if e.rank is not None and e.rank != evs[0].rank})
-        out.append((evs[0], len(evs) - 1, ranks))
-    return out
+if TYPE_CHECKING:
+    from .engine import Answer, Weighing
+    from .scoring import Weights
+
+_ROLE_ORDER = {"cause": 0, "fr-culprit": 0, TRACE: 0.5, FATAL: 0.5, "context": 1, ACTIVITY: 1, TAIL: 1.2, "fr": 1, "symptom": 2}
+_SHOWN_ROLE = {TRACE: "cause", FATAL: "cause", TAIL: "context", ACTIVITY: "context", "fr-culprit": "cause", "fr": "context"}
 
 
-def _evidence(c: Candidate, events: list[Event], initiating: int | None) -> list[Evidence]:
-    primary = list(c.events)
-    if initiating is not None and c.kind == "cause":
-        # the failing rank's own Python exception, even when no entry names it
-        primary = [e for e in events if e.role == "trace" and e.rank == initiating][-2:] + primary
-    in_primary = {id(e) for e in primary}
-    extra = [e for e in events if e.role == "symptom" and id(e) not in in_primary]
-    extra.sort(key=event_key)
-    ordered = primary + extra
-    # the initiating rank's own lines first, then by role, then time
-    # an entry's own match before the bare "python exception" of the same line
-    role_rank = {"cause": 0, "fr-culprit": 0, "trace": 0.5, "context": 1, "tail": 1, "fr": 1, "symptom": 2}
-    ordered.sort(
-        key=lambda e: (
-            0 if (initiating is not None and e.rank == initiating) else 1,
-            role_rank.get(e.role, 3),
-            _is_error_file(e.source),  # torchrun's error.json repeats what stderr said: stderr first
-            event_key(e),
-        )
+def to_finding(kb, a: "Answer", w: "Weighing", weights: "Weights") -> Finding:
+    h = a.best.hyp
+    entry = h.entry
+    table = w.table
+    ranks = a.ranks
+    init = ranks[0] if ranks else None
+    involved = table.waiting_ranks | table.failed_ranks | {r for r, rw in table.rows.items() if rw.exit and rw.exit.exitcode}
+    if table.coll:
+        involved |= set(table.coll.reporting)
+    collateral = sorted(involved - set(ranks))
+    host = next((table.row(r).host for r in ranks if table.row(r).host), None)
+    evidence = _evidence(a, w)
+    root = _root_cause(a, w, collateral)
+    missing = _missing(a, w, weights)
+    notes = _notes(a, w)
+    return Finding(
+        entry=entry.id,
+        klass=entry.class_,
+        title=entry.title,
+        confidence=round(a.entry_p, 2),
+        initiating_rank=init,
+        collateral_ranks=collateral,
+        evidence=evidence,
+        root_cause=root,
+        fix=[f"{s.text} — `{s.command}`" if s.command else s.text for s in entry.fix],
+        verify=entry.verify,
+        missing=missing,
+        initiating_host=host,
+        notes=notes,
+        initiating_ranks=list(ranks),
+        class_confidence=round(a.class_p, 2),
+        reasoning=_breakdown(a, w, weights),
+    )
+
+
+# -- evidence ------------------------------------------------------------------------------
+
+
+def _evidence(a: "Answer", w: "Weighing") -> list[Evidence]:
+    h = a.best.hyp
+    table = w.table
+    ranks = set(a.ranks)
+    events = w.att.events
+    picked: list[Event] = []
+    for r in sorted(ranks):
+        rw = table.row(r)
+        first = primary_failure(rw)
+        picked += [first] if first else []
+        picked += [e for e in rw.failures if e.role == TRACE][:1]
+        if rw.last_active is not None and (w.cx and (w.cx.quiet.get(r, 0) > 2 or w.cx.late.get(r, 0) > 2)):
+            picked.append(rw.last_active)
+    entry_lines = [e for e in events if e.entry == h.entry.id]
+    entry_lines.sort(key=lambda e: (0 if e.rank in ranks else 1, event_key(e)))
+    picked += entry_lines
+    if h.kind == Kind.desync and table.coll and table.coll.kind == "desync":
+        picked += [table.coll.reports[r].event for r in sorted(table.coll.reports, key=lambda r: (r not in ranks, r))]
+    if table.fingerprints and h.kind == Kind.desync:
+        picked += [table.fingerprints[r] for r in sorted(table.fingerprints, key=lambda r: (r not in ranks, r))]
+    picked += [e for e in events if e.role in ("fr", "fr-culprit") and (not ranks or e.rank in ranks)]
+    waits = sorted((e for rw in table.rows.values() if rw.rank not in ranks for e in rw.waits), key=event_key)
+    picked += waits
+    return _grouped(picked, ranks)
+
+
+def _grouped(events: list[Event], ranks: set[int]) -> list[Evidence]:
+    order = sorted(
+        range(len(events)),
+        key=lambda i: (
+            0 if events[i].rank in ranks else 1,
+            _ROLE_ORDER.get(events[i].role, 3),
+            events[i].source.endswith("error.json"),  # torchrun's error.json repeats what stderr said
+            event_key(events[i]),
+            i,
+        ),
     )
     seen_lines: set[tuple[str, int]] = set()
-    said: set[tuple[int | None, str, str]] = set()
-    unique = []
-    for ev in ordered:  # one evidence item per log line, whatever matched it
-        if (ev.source, ev.line) in seen_lines:
+    said: set[tuple] = set()
+    unique: list[Event] = []
+    for i in order:
+        ev = events[i]
+        if ev.where in seen_lines:
             continue
-        if _is_error_file(ev.source) and (ev.rank, ev.entry, ev.signature) in said:
-            continue  # the same rank already said this in its own output
-        seen_lines.add((ev.source, ev.line))
+        if ev.source.endswith("error.json") and (ev.rank, ev.entry, ev.signature) in said:
+            continue
+        seen_lines.add(ev.where)
         said.add((ev.rank, ev.entry, ev.signature))
         unique.append(ev)
-    out: list[Evidence] = []
-    for ev, n, ranks in _group(unique)[:MAX_EVIDENCE]:
-        role = {"trace": "cause", "tail": "context", "fr-culprit": "cause", "fr": "context"}.get(ev.role, ev.role)
+    groups: dict[tuple[str, str], list[Event]] = {}
+    for ev in unique:
+        groups.setdefault((ev.signature, fingerprint(ev.text)), []).append(ev)
+    out = []
+    for evs in list(groups.values())[:MAX_EVIDENCE]:
+        ev = evs[0]
+        others = sorted({e.rank for e in evs[1:] if e.rank is not None and e.rank != ev.rank})
+        role = _SHOWN_ROLE.get(ev.role, ev.role)
         sig = f"{ev.entry}/{ev.signature}" if ev.entry else ev.signature
-        out.append(Evidence(ev.source, ev.line, ev.rank, ev.time, ev.text, sig, role, n, ranks))
+        out.append(Evidence(ev.source, ev.line, ev.rank, ev.time, ev.text, sig, role, len(evs) - 1, others))
     return out
+
+
+# -- the root-cause paragraph -----------------------------------------------------------------
 
 
 def message_of(text: str) -> str:
@@ -72,97 +134,257 @@ def message_of(text: str) -> str:
     return PREFIX_MASK.sub("", text[at:]).strip()
 
 
-def _is_error_file(source: str) -> bool:
-    return source.endswith("error.json")
+def _quote(ev: Event) -> str:
+    msg = message_of(ev.text)
+    return msg if len(msg) <= 240 else msg[:240] + " …"
 
 
-def _step(s) -> str:
-    return f"{s.text} — `{s.command}`" if s.command else s.text
+def _who(ranks: tuple[int, ...], table) -> str:
+    if not ranks:
+        return "a rank"
+    if len(ranks) == 1:
+        host = table.row(ranks[0]).host
+        return f"rank {ranks[0]}" + (f" on {host}" if host else "")
+    return f"ranks {compress_ranks(ranks)}"
 
 
-def to_finding(kb, c: Candidate, events: list[Event], coll, exits, seen: set[int]) -> Finding:
-    entry = c.entry
-    init = c.initiating
-    involved = {e.rank for e in events if e.rank is not None and e.role in ("symptom", "cause")}
-    involved |= {r for r, rec in exits.items() if rec.exitcode is not None}
-    cause_ranks = {e.rank for e in events if e.role == "cause" and e.rank is not None and e.entry == entry.id}
-    if coll:
-        involved |= set(coll.reporting)
-    if init is not None:
-        collateral = sorted(r for r in involved if r != init)
-    else:
-        collateral = sorted(r for r in involved if r not in cause_ranks)
-    evidence = _evidence(c, events, init)
-    host = next((e.host for e in c.events if e.rank == init and e.host), None) if init is not None else None
-
-    first = next((e for e in c.events if e.role == "cause"), c.events[0] if c.events else None)
-    if c.kind == "cause" and init is not None and first is not None and weak(kb, first):
-        exc = [e for e in events if e.role == "trace" and e.rank == init]
-        if exc:
-            first = exc[-1]
-    where = f"rank {init}" + (f" on {host}" if host else "") if init is not None else None
-    parts = []
-    if c.kind == "cause" and first is not None:
-        msg = message_of(first.text)
-        if len(msg) > 240:
-            msg = msg[:240] + " …"
-        parts.append(f"{(where or 'a rank').capitalize()} failed first: “{msg}”.")
-    elif c.kind == "desync":
-        parts.append(f"The ranks are in different collectives: {c.notes[0]}." + (f" {where.capitalize()} is the odd one out." if where else ""))
-    elif c.kind == "absent":
-        parts.append(f"{c.notes[0].capitalize()}." + (f" {where.capitalize()} was busy elsewhere and never arrived." if where else ""))
-    elif c.kind == "dead-peer":
-        parts.append(f"Peers lost the connection to {where or 'a rank'}; its process exited without an error of its own in these logs.")
-    elif c.kind in ("fr-desync", "fr-hang"):
-        parts.append(c.notes[0] + ("" if c.notes[0].endswith(".") else ".") + (f" {where.capitalize()} is where the ranks parted." if where else ""))
-    elif c.kind == "activity":
-        parts.append(c.notes[0].capitalize() + "; the others were waiting for it.")
-    elif c.kind == "context":
-        parts.append(c.notes[0].capitalize() + ".")
-    else:
-        parts.append("Only collateral symptoms were found (timeouts, aborts); the originating rank's own error is not in these logs.")
-    if collateral and init is not None:
-        if len(collateral) == 1:
-            parts.append(f"Rank {collateral[0]} only shows collateral damage.")
+def _root_cause(a: "Answer", w: "Weighing", collateral: list[int]) -> str:
+    h = a.best.hyp
+    table, cx = w.table, w.cx
+    ranks = a.ranks
+    who = _who(ranks, table)
+    Who = who[0].upper() + who[1:]
+    f = a.best.features
+    parts: list[str] = []
+    first = primary_failure(table.row(ranks[0])) if ranks else None
+    if h.kind in (Kind.own, Kind.generic) and first is not None:
+        own = next((e for e in w.att.events if e.entry == h.entry.id and e.rank == ranks[0] and e.role == "cause"), None)
+        shown = own if own is not None and f.get("claim_entry_first") else first
+        verb = "failed first" if f.get("claim_first") or f.get("claim_sole_failure") else "failed"
+        parts.append(f"{Who} {verb}: “{_quote(shown)}”.")
+        site = _call_site(first, w.att.events, ranks[0])
+        if site:
+            parts.append(f"It was raised at {site}.")
+    elif h.kind in (Kind.own, Kind.generic):
+        cause = next((e for e in w.att.events if e.entry == h.entry.id and e.role == "cause"), None)
+        if cause is not None:
+            parts.append(f"{'The failure' if not ranks else Who}: “{_quote(cause)}”.")
+    elif h.kind == Kind.desync:
+        if table.coll and table.coll.kind == "desync":
+            parts.append(f"The ranks are in different collectives: {table.coll.detail}.")
+        elif len({(e.captures.get('op'), e.captures.get('value')) for e in table.fingerprints.values()}) > 1:
+            detail = "; ".join(f"rank {r}: {e.captures.get('op')} {e.captures.get('value') or ''}".strip() for r, e in sorted(table.fingerprints.items()))
+            parts.append(f"The last collective each rank entered differs ({detail}).")
         else:
-            parts.append(f"Ranks {compress_ranks(collateral)} only show collateral damage.")
-    parts.append(" ".join(entry.summary.split()))
-    site = None
-    for e in ([first] if first is not None else []) + [e for e in events if e.role == "trace" and e.rank == init and init is not None]:
-        if e.context and (site := user_call_site(e.context, e.rank)):
-            break
-    if site and c.kind == "cause":
-        parts.insert(1, f"It was raised at {site}.")
-    root_cause = " ".join(parts)
+            parts.append("The ranks issued different collectives.")
+        if ranks:
+            parts.append(f"{Who} took the other path.")
+    elif h.kind == Kind.straggler:
+        parts.append(_straggler_sentence(ranks, w))
+    elif h.kind == Kind.dead_peer:
+        if ranks:
+            died = "; its process exited without an error of its own in these logs" if not first else ""
+            parts.append(f"Peers lost the connection to {who}{died}.")
+        else:
+            parts.append("Peers lost the connection to a rank that exited; which one the logs do not say.")
+    else:
+        parts.append("Only collateral symptoms were found (timeouts, aborts, lost peers); the rank that caused them left no error of its own here.")
+    if not ranks and a.rivals and len(a.rivals) >= 1:
+        tied = _tied_ranks(a)
+        if len(tied) >= 2:
+            parts.append(f"The evidence does not tell whether {' or '.join(f'rank {r}' for r in tied[:4])} started it.")
+    if ranks and collateral:
+        parts.append(f"{ranks_phrase(collateral).capitalize()} only show{'s' if len(collateral) == 1 else ''} collateral damage.")
+    parts.append(" ".join(h.entry.summary.split()))
+    return " ".join(parts)
 
-    missing: list[str] = list(c.missing)
-    if c.score < DIAGNOSED_AT or c.kind in ("symptom", "context", "dead-peer"):
-        if entry.missing:
-            missing.append(f"{entry.missing.fact} Run: {entry.missing.command}")
-    if init is None and entry.scope.value == "rank" and c.kind in ("cause", "desync", "absent", "activity"):
-        missing.append(
-            "Which rank failed first: collect every rank's output with rank prefixes and timestamps. "
-            "Run: torchrun --log-dir logs --tee 3 ... (or srun -l), then rankdoctor diagnose logs/"
+
+def _straggler_sentence(ranks: tuple[int, ...], w: "Weighing") -> str:
+    table, cx = w.table, w.cx
+    coll = table.coll
+    who = _who(ranks, table)
+    Who = who[0].upper() + who[1:]
+    waiting = sorted(table.waiting_ranks - set(ranks))
+    at = ""
+    if coll and coll.reports:
+        rep = next(iter(coll.reports.values()))
+        bits = [f"SeqNum={rep.seq}" if rep.seq is not None else "", rep.op or ""]
+        at = " in " + " ".join(b for b in bits if b) if any(bits) else ""
+    if ranks and cx is not None:
+        r = ranks[0]
+        rw = table.row(r)
+        quiet, late = cx.quiet.get(r, 0.0), cx.late.get(r, 0.0)
+        last = rw.last_active or rw.last_seen
+        when = f" at {_clock(last)} ({_line_ref(last)})" if last is not None and last.time else ""
+        if quiet > 2:
+            tail = f" while {ranks_phrase(waiting)} waited{at}" if waiting else ""
+            return f"{Who} went silent{when}, {quiet:.0f} s before the others{tail}; it printed no error of its own."
+        if late > 2:
+            tail = f" after {ranks_phrase(waiting)} had stopped to wait{at}" if waiting else " after the others stopped"
+            return f"{Who} was still working {late:.0f} s{tail}."
+        if coll and coll.kind == "absent" and set(ranks) <= set(coll.culprits):
+            return f"{coll.detail[0].upper()}{coll.detail[1:]}. {Who} was busy or stuck elsewhere and never arrived."
+        if rw.progress is not None and cx.behind and set(ranks) <= cx.behind:
+            return f"{Who} stopped at step {rw.progress} while the others went further{(' and then waited' + at) if waiting else ''}."
+        return f"{Who} never joined the collective the others waited in{at}."
+    if coll and coll.detail:
+        return f"{coll.detail[0].upper()}{coll.detail[1:]}; the logs do not show which rank they were waiting for."
+    return "The ranks timed out waiting for a peer; the logs do not show which rank they were waiting for."
+
+
+def _clock(ev) -> str:
+    """A line's time to the second ("2026-05-01 10:33:12")."""
+    t = ev.time or ""
+    if "T" in t:
+        day, _, clock = t.partition("T")
+        return f"{day} {clock[:8]}"
+    return t
+
+
+def _line_ref(ev) -> str:
+    return f"last line {ev.source.rsplit('/', 1)[-1]}:{ev.line}"
+
+
+def _tied_ranks(a: "Answer") -> list[int]:
+    """Single ranks whose hypotheses hold a similar share of the entry's probability."""
+    items = [a.best, *a.rivals]
+    by_rank: dict[int, float] = {}
+    for s in items:
+        if len(s.hyp.ranks) == 1:
+            by_rank[s.hyp.ranks[0]] = by_rank.get(s.hyp.ranks[0], 0.0) + s.p
+    if len(by_rank) < 2:
+        return []
+    top = max(by_rank.values())
+    return sorted(r for r, p in by_rank.items() if p >= 0.5 * top)
+
+
+def _call_site(first: Event, events: list[Event], rank: int) -> str | None:
+    candidates = [first] + [e for e in events if e.role == TRACE and e.rank == rank]
+    for e in candidates:
+        if e.context and (site := user_call_site(e.context, e.rank)):
+            return site
+    return None
+
+
+# -- what to collect next ----------------------------------------------------------------------
+
+
+def _missing(a: "Answer", w: "Weighing", weights: "Weights") -> list[str]:
+    h = a.best.hyp
+    entry = h.entry
+    table = w.table
+    out: list[str] = []
+    quiet = [r for r in a.ranks if r in table.rows and w.cx is not None and w.cx.quiet.get(r, 0.0) >= 2]
+    if quiet and h.kind in (Kind.straggler, Kind.dead_peer):
+        # its log is here and just stops: what it was doing then is the one missing fact
+        rw = table.row(quiet[0])
+        last = rw.last_active or rw.last_seen
+        since = f" after its last line ({_clock(last)})" if last is not None and last.time else ""
+        out.append(
+            f"What {ranks_phrase(quiet)} was doing{since}: stuck in a collective, in data loading or I/O, or dead. "
+            f"Run: py-spy dump --pid <pid of rank {quiet[0]}> on the live job; on the next run "
+            "TORCH_FR_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 TORCH_FR_DUMP_TEMP_FILE=/tmp/fr_ torchrun ... ; rankdoctor fr /tmp/"
         )
-    if coll and coll.kind == "absent" and c.kind in ("absent", "dead-peer"):
-        silent = [r for r in coll.culprits if not any(e.rank == r for e in events)]
-        if silent:
-            missing.append(
-                f"The output of rank(s) {compress_ranks(silent)}, which never reported: their last lines show whether they were busy, stuck or dead. "
-                f"Run: py-spy dump --pid <pid> on a live job, or collect logs/attempt_0/<local_rank>/stderr.log"
+    elif (unseen := [r for r in a.ranks if r not in table.rows]) and h.kind in (Kind.straggler, Kind.dead_peer):
+        # the others waited for it and it printed nothing here: its own output decides
+        out.append(
+            f"The output of {ranks_phrase(unseen)}, which printed nothing in these logs while the others waited: "
+            "busy (progress lines), stuck (no lines) or dead (an error, a signal)? "
+            f"Run: collect its log (torchrun --log-dir logs --tee 3 ... : logs/*/attempt_0/<local_rank>/stderr.log) "
+            f"or, on the live job, py-spy dump --pid <pid of rank {unseen[0]}>"
+        )
+    elif a.class_p < weights.threshold or h.kind in (Kind.symptom, Kind.dead_peer) or not a.ranks:
+        if entry.missing:
+            out.append(f"{entry.missing.fact} Run: {entry.missing.command}")
+    if not a.ranks and entry.scope.value == "rank":
+        tied = _tied_ranks(a)
+        if tied:
+            out.append(
+                f"Which of ranks {compress_ranks(tied)} failed first: each rank's output with timestamps. "
+                "Run: torchrun --log-dir logs --tee 3 ... (or srun -l), then rankdoctor diagnose logs/"
             )
-    return Finding(
-        entry=entry.id,
-        klass=entry.class_,
-        title=entry.title,
-        confidence=round(c.score, 2),
-        initiating_rank=init,
-        collateral_ranks=collateral,
-        evidence=evidence,
-        root_cause=root_cause,
-        fix=[_step(s) for s in entry.fix],
-        verify=entry.verify,
-        missing=missing,
-        initiating_host=host,
-        notes=c.notes,
-    )
+        else:
+            out.append(
+                "Which rank failed first: collect every rank's output with rank prefixes and timestamps. "
+                "Run: torchrun --log-dir logs --tee 3 ... (or srun -l), then rankdoctor diagnose logs/"
+            )
+    coll = table.coll
+    if coll and coll.kind == "absent" and h.kind in (Kind.straggler, Kind.dead_peer):
+        silent = [r for r in coll.culprits if r not in table.rows]
+        if silent:
+            out.append(
+                f"The output of {ranks_phrase(silent)}, which never reported: its last lines show whether it was busy, stuck or dead. "
+                "Run: py-spy dump --pid <pid> on a live job, or collect logs/attempt_0/<local_rank>/stderr.log"
+            )
+    if coll and coll.unseen and not a.ranks:
+        out.append(
+            f"The output of {ranks_phrase(coll.unseen)}, which {'is' if len(coll.unseen) == 1 else 'are'} not in these logs. "
+            "Run: collect every rank's log (torchrun --log-dir logs --tee 3 ...) and diagnose them together"
+        )
+    return out
+
+
+# -- the reasoning ---------------------------------------------------------------------------------
+
+
+def _notes(a: "Answer", w: "Weighing") -> list[str]:
+    """Sentences for the features that carried the answer (text view, ``-v``)."""
+    f = a.best.features
+    ranks = a.ranks
+    table, cx = w.table, w.cx
+    out = []
+    if not ranks:
+        return out
+    who = _who(ranks, table)
+    rw = table.row(ranks[0])
+    if f.get("claim_sole_failure"):
+        out.append(f"{who} is the only rank with a failure of its own")
+    elif f.get("claim_first"):
+        out.append(f"{who} failed by itself before any other rank did")
+    if f.get("claim_waited_first"):
+        out.append(f"{who} itself reported waiting for a peer")
+    if rw.end == End.own_death and rw.exit is not None:
+        out.append(f"the launcher saw {who} exit with {rw.exit.exitcode}" + (f" ({rw.exit.signal_name})" if rw.exit.signal_name else ""))
+    if rw.end == End.terminated:
+        out.append(f"the launcher stopped {who}; its exit is collateral")
+    if f.get("claim_accused"):
+        out.append(f"peers name {who} as the rank they lost")
+    if f.get("claim_minority") or f.get("claim_fingerprint"):
+        out.append(f"{who}'s collective differs from the majority's")
+    if f.get("claim_absent"):
+        out.append(f"every other rank reports the timed-out collective; {who} never does")
+    if cx is not None and cx.quiet.get(ranks[0], 0) > 2:
+        out.append(f"{who} went silent {cx.quiet[ranks[0]]:.0f} s before the others")
+    if cx is not None and cx.late.get(ranks[0], 0) > 2:
+        out.append(f"{who} kept working {cx.late[ranks[0]]:.0f} s after the others stopped")
+    if f.get("claim_fr_mismatch"):
+        out.append(f"the Flight Recorder dumps show {who}'s collectives differ from the others'")
+    if f.get("claim_fr_behind"):
+        out.append(f"the Flight Recorder dumps show {who} behind the others")
+    if f.get("claim_numeric_first"):
+        out.append(f"{who} printed NaN/inf before any other rank")
+    if f.get("claim_named"):
+        out.append(f"mismatch messages name {who} as the other side")
+    if f.get("others_waiting"):
+        out.append(f"{f['others_waiting']:.0%} of the other ranks report waiting for or losing a peer")
+    return out
+
+
+def _breakdown(a: "Answer", w: "Weighing", weights: "Weights") -> list[dict]:
+    """The winner's and the runner-up's score, feature by feature (``-v``)."""
+    rows = []
+    top = a.best
+    runner = next((s for s in w.scored if s is not top and not (s.hyp.entry.id == top.hyp.entry.id and s.hyp.ranks == top.hyp.ranks)), None)
+    for label, s in (("winner", top), ("runner-up", runner)):
+        if s is None:
+            continue
+        rows.append({
+            "label": label,
+            "entry": s.hyp.entry.id,
+            "ranks": list(s.hyp.ranks),
+            "kind": s.hyp.kind.value,
+            "p": round(s.p, 3),
+            "score": round(s.score, 3),
+            "parts": [(k, round(v, 3), FEATURES[k]) for k, v in weights.contributions(s.features)],
+        })
+    return rows

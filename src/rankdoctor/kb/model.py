@@ -157,6 +157,19 @@ class Explains(str, Enum):
     dead_peer = "dead-peer"  # peers report a connection to a rank closed / reset
 
 
+class Fallback(str, Enum):
+    """What the engine found that this entry is proposed for even when none of its own
+    lines fired: the generic explanation of a cross-rank finding, or of a failure line no
+    entry names (one entry each)."""
+
+    desync = "desync"
+    straggler = "straggler"
+    dead_peer = "dead-peer"
+    exception = "exception"  # a Python exception no entry names
+    abort = "abort"  # a C++ exception or abort no entry names
+    exit = "exit"  # a rank that died (non-zero exit, signal) with no line of its own
+
+
 class Entry(_Strict):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*[a-z0-9]$")
     title: str = Field(min_length=3)
@@ -172,6 +185,7 @@ class Entry(_Strict):
     observe: list[str] = Field(min_length=1)
     signatures: list[Signature] = Field(min_length=1)
     explains: list[Explains] = Field(default_factory=list)
+    fallback_for: list[Fallback] = Field(default_factory=list)
     confirm: list[Step] = Field(min_length=1)
     fix: list[Step] = Field(min_length=1)
     prevention: list[str] = Field(min_length=1)

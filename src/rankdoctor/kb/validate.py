@@ -74,6 +74,20 @@ def entry_explains_or_causes(kb: "KnowledgeBase") -> Iterator[str]:
             yield f"{_where(kb, e.id)}: only context signatures and no `explains`: it can never be reported"
 
 
+def one_fallback_each(kb: "KnowledgeBase") -> Iterator[str]:
+    """Each fallback (the generic explanation of a finding or of an unnamed failure) has
+    one entry at most, and an entry that is the fallback of a cross-rank finding explains it."""
+    owner: dict[str, str] = {}
+    for e in kb:
+        explains = {x.value for x in e.explains}
+        for f in e.fallback_for:
+            if f.value in owner:
+                yield f"{_where(kb, e.id)}: fallback_for {f.value} is already {owner[f.value]}'s"
+            owner[f.value] = e.id
+            if f.value in ("desync", "straggler", "dead-peer") and f.value not in explains:
+                yield f"{_where(kb, e.id)}: fallback_for {f.value} but `explains` does not list it"
+
+
 VALIDATORS: tuple[Validator, ...] = (
     class_is_in_taxonomy,
     related_ids_exist,
@@ -81,6 +95,7 @@ VALIDATORS: tuple[Validator, ...] = (
     signatures_compile_for_scanner,
     every_signature_has_an_example,
     entry_explains_or_causes,
+    one_fallback_each,
 )
 
 

@@ -37,6 +37,7 @@ def render_markdown(d: Diagnosis) -> str:
         f"| Entry | `{top.entry}` |",
         f"| Confidence | {top.confidence:.2f} |",
         f"| Initiating rank | {top.initiating_rank if top.initiating_rank is not None else 'unknown'}"
+        + (f" (ranks {compress_ranks(top.initiating_ranks)} started it together)" if len(top.initiating_ranks) > 1 else "")
         + (f" ({top.initiating_host})" if top.initiating_host else "")
         + " |",
         f"| Collateral ranks | {compress_ranks(top.collateral_ranks) if top.collateral_ranks else '-'} |",

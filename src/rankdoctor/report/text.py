@@ -38,6 +38,8 @@ def render_text(d: Diagnosis, console: Console, verbose: bool = False) -> None:
     head.add_row("Entry", f"{top.entry}   (rankdoctor kb show {top.entry})")
     head.add_row("Confidence", f"{top.confidence:.2f}")
     where = "unknown" if top.initiating_rank is None else f"rank {top.initiating_rank}"
+    if len(top.initiating_ranks) > 1:
+        where = f"ranks {compress_ranks(top.initiating_ranks)} (they started it together)"
     if top.initiating_host:
         where += f" on {top.initiating_host}"
     head.add_row("Where", Text(where, style="bold red" if top.initiating_rank is not None else ""))
@@ -72,6 +74,22 @@ def render_text(d: Diagnosis, console: Console, verbose: bool = False) -> None:
     console.print(Panel(todo, title="what to do", title_align="left"))
     if verbose and top.notes:
         console.print(Group(*[Text("· " + n, style="dim") for n in top.notes]))
+    if verbose and top.reasoning:
+        _print_breakdown(top.reasoning, console)
     if len(d.diagnoses) > 1:
         alts = ", ".join(f"{a.title} [{a.klass}] {a.confidence:.2f}" for a in d.diagnoses[1:])
         console.print(Text("other candidates: " + alts, style="dim"))
+
+
+def _print_breakdown(rows: list[dict], console: Console) -> None:
+    """-v: the score of the winning hypothesis and of the runner-up, feature by feature."""
+    for row in rows:
+        where = "no rank" if not row["ranks"] else "rank" + ("s " if len(row["ranks"]) > 1 else " ") + compress_ranks(row["ranks"])
+        t = Table(title=f"{row['label']}: {row['entry']} @ {where} ({row['kind']}) — score {row['score']:+.2f}, p {row['p']:.2f}",
+                  title_justify="left", box=None, padding=(0, 1))
+        t.add_column("weight×value", justify="right", no_wrap=True)
+        t.add_column("feature", no_wrap=True)
+        t.add_column("meaning", overflow="fold", style="dim")
+        for name, part, meaning in row["parts"]:
+            t.add_row(f"{part:+.2f}", name, meaning)
+        console.print(t)

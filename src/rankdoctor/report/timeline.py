@@ -140,7 +140,9 @@ def rank_label(ranks: list[int]) -> str:
 # -- points -------------------------------------------------------------------------------
 
 
-def _points(scan: ScanResult, top: Finding | None) -> list[Point]:
+def _points(scan: ScanResult, top: Finding | None, ranks: dict[tuple[str, int], int]) -> list[Point]:
+    """The scanned lines, each with the rank the diagnosis gave it (``ranks``: the
+    engine's attribution, which the scan itself does not carry)."""
     evidence = {(e.source, e.line): e for e in top.evidence} if top else {}
     fact_ts = {(f.source, f.line): f.ts for f in scan.facts if f.ts is not None}
     points: list[Point] = []
@@ -151,7 +153,7 @@ def _points(scan: ScanResult, top: Finding | None) -> list[Point]:
             continue
         seen.add(key)
         evd = evidence.get(key)
-        rank = ev.rank if ev.rank is not None else (evd.rank if evd else None)
+        rank = ev.rank if ev.rank is not None else ranks.get(key, evd.rank if evd else None)
         sig = f"{ev.entry}/{ev.signature}" if ev.entry else ev.signature
         role = evd.role if evd else ev.role
         points.append(Point(ev.source, ev.line, rank, ev.time, ev.text, sig, role, ev.ts, evidence=evd is not None))
@@ -254,7 +256,9 @@ def _group_ranks(by_rank: dict[int, list[Point]], keep_alone: set[int], collater
 
 def build_timeline(result: Diagnosis, scan: ScanResult, max_lanes: int = MAX_LANES) -> Timeline:
     top = result.diagnoses[0] if result.diagnoses else None
-    points = _points(scan, top)
+    att = getattr(result.weighing, "att", None)
+    ranks = {(e.source, e.line): e.rank for e in att.events if e.rank is not None} if att is not None else {}
+    points = _points(scan, top, ranks)
     _anchor_times(points, scan)
     init_rank = top.initiating_rank if top else None
     init = _initiating_point(points, scan, init_rank)

@@ -1,0 +1,386 @@
+"""What the evidence says about one hypothesis, as named numbers.
+
+Each feature is one piece of reasoning, written once and computed the same way for every
+hypothesis: how strongly the entry's own lines fired, whether the claimed rank failed by
+itself and first, how it ended, whether its peers lost it or waited for it, whether it
+went quiet or kept working while they waited, whether its collective differs. The
+features do not decide anything: ``scoring.py`` turns them into one score with weights
+fitted on the labelled corpus (``make fit``).
+
+All features are between 0 and 1 (counts are capped) so their weights can be compared.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+from ..events import Event
+from ..kb.loader import KnowledgeBase
+from .attribution import ACTIVITY, FATAL, TRACE
+from .hypotheses import MISMATCH_CLASSES, Hypothesis, Kind, named_by_peers
+from .collectives import minority
+from .ranktable import FR_HANG, FR_MISMATCH, NUMERIC_CLASS, End, RankRow, RankTable, order, same_clock
+
+# name -> what it means (the order is the order of the weight vector)
+FEATURES: dict[str, str] = {
+    # the entry's own lines, anywhere
+    "entry_cause": "strongest weight of the entry's cause lines that fired (0 when none)",
+    "entry_strong": "a cause line of the entry with weight >= 0.8 fired",
+    "entry_signatures": "how many of the entry's cause/symptom signatures fired (capped at 4, /4)",
+    "entry_context": "how many of the entry's context signatures fired (capped at 3, /3)",
+    "entry_symptom_only": "the entry fired only symptom lines (timeouts, lost peers)",
+    "entry_none": "none of the entry's lines fired (it is proposed as a finding's generic explanation)",
+    "entry_launcher_only": "the entry's cause lines are all the launcher's lines about an exit",
+    "entry_repeats": "the entry's cause comes from a line that kept repeating",
+    # how it was proposed
+    "kind_own": "proposed from the entry's own cause lines",
+    "kind_symptom": "proposed from the entry's symptom lines alone",
+    "kind_desync": "proposed as an explanation of ranks in different collectives",
+    "kind_straggler": "proposed as an explanation of a rank missing, silent or busy while the others wait",
+    "kind_dead_peer": "proposed as an explanation of peers losing a rank",
+    "kind_generic": "proposed for a failure line no entry names",
+    # the cross-rank finding the entry explains, as strong as the table shows it
+    "finding_desync": "the entry explains a desync, and the reports, fingerprints, dumps or lines show one",
+    "finding_fr_mismatch": "the entry explains a desync, and the Flight Recorder dumps show the ranks' collectives differ",
+    "finding_absent": "the entry explains a straggler/lost peer, and the ranks' timeout reports agree while some rank never reports",
+    "finding_lost_peer": "the entry explains a lost peer, and peers report losing a rank",
+    "finding_quiet": "the entry explains a straggler, and some rank went quiet early or worked on while the others waited",
+    "finding_fr_hang": "the entry explains a straggler/lost peer, and the Flight Recorder shows ranks behind or stuck",
+    # the claimed rank(s)
+    "claim": "the hypothesis names where it started",
+    "claim_set": "it names more than one rank (several started it together)",
+    "claim_entry_here": "the entry's lines fired on the claimed rank",
+    "claim_entry_only_here": "the entry's cause fired on the claimed rank(s) and on no other",
+    "claim_entry_first": "the entry's line is the claimed rank's first own failure (a chained error later does not count)",
+    "claim_own_failure": "the claimed rank shows a failure of its own (exception, abort, cause line, death)",
+    "claim_sole_failure": "the claimed rank(s) and no other failed by themselves",
+    "claim_first": "the claimed rank's own failure came before every other rank's, as far as times or line order tell",
+    "claim_preceded": "another rank failed by itself before the claimed rank did",
+    "claim_waited_first": "the claimed rank itself reported a timeout or a lost peer before (or without) failing by itself",
+    "claim_own_death": "the launcher saw the claimed rank die by itself (non-zero exit or a signal not sent by the launcher)",
+    "claim_died_waiting": "the claimed rank exited after reporting its own timeout or lost peer (what it waited for killed it)",
+    "claim_own_unbacked": "an own-failure hypothesis whose claimed rank shows no failure line of its own (only the launcher's exit record)",
+    "claim_terminated": "the launcher stopped the claimed rank (SIGTERM, or SIGKILL after SIGTERM)",
+    "claim_root_exit": "torchrun's 'Root Cause (first observed failure)' names the claimed rank",
+    "claim_root_own_death": "torchrun's Root Cause names the claimed rank and it died by itself without having waited for a peer first",
+    "claim_accused": "share of the accusations (peers naming the rank they lost) that name the claimed rank",
+    "claim_minority": "the claimed rank's watchdog report is the odd one out (different collective, SeqNum or counters)",
+    "claim_absent": "every other rank reports the same timed-out collective and the claimed rank never does",
+    "claim_fingerprint": "the claimed rank's last collective fingerprint (DETAIL) differs from the majority's",
+    "claim_named": "mismatch messages name the claimed rank as the other side",
+    "claim_smaller_side": "the ranks that report a mismatch and those that do not are split unevenly, and the claim is the smaller side",
+    "claim_reporter_only": "the claimed rank's own failure is only its report of a collective mismatch (either side of a mismatch can be the one to report it)",
+    "claim_quiet": "the claimed rank stopped working well before the others (log of the gap, 10 min = 1)",
+    "claim_late": "the claimed rank kept working after every other rank had stopped (log of the gap)",
+    "claim_behind": "the claimed rank's step counter is behind every other rank's",
+    "claim_fr_mismatch": "the Flight Recorder dumps show the claimed rank's collectives differ from the others'",
+    "claim_fr_behind": "the Flight Recorder dumps show the claimed rank behind, stuck or without a dump while the others wait",
+    "claim_numeric_first": "the claimed rank printed NaN/inf/overflow before any other rank",
+    "claim_unseen": "the claimed rank printed nothing at all",
+    "claim_job_scope": "the entry is job-wide (every rank fails the same way), yet a rank is named",
+    "claim_job_scope_sole": "the entry is job-wide, but the claimed rank is the only one that failed by itself",
+    "others_waiting": "share of the other ranks that report waiting for or losing a peer (what the claim explains)",
+    "others_failed": "share of the other ranks that failed by themselves (what the claim does not explain)",
+    "claim_explains_all": "the claimed rank is the only one that failed by itself, times the share of the others that report waiting for or losing a peer",
+    # no rank named
+    "norank_job_scope": "the entry is job-wide and no rank is named",
+    "norank_spread": "the entry's cause fired on two or more ranks",
+    "norank_unranked": "none of the entry's lines can be given a rank",
+    "norank_unexplained_failure": "some rank failed by itself with a line that is not this entry's (the answer leaves it unexplained)",
+    "norank_first_known": "the entry's cause fired on two or more ranks and the timestamps show one of them first",
+    "norank_numeric_first": "a rank printed NaN/inf/overflow before any other rank (so a rank could be named)",
+}
+
+_GAP_FULL = 600.0  # seconds: NCCL's default collective timeout; a gap this long counts fully
+MIN_GAP = 2.0  # seconds: below this, ranks stopped together
+
+
+@dataclass
+class Context:
+    """What every hypothesis of one run is compared against, computed once."""
+
+    kb: KnowledgeBase
+    table: RankTable
+    by_entry: dict[str, list[Event]]
+    failed: dict[int, Event]  # rank -> first own failure not preceded by its own wait
+    waiting: set[int]
+    quiet: dict[int, float]
+    late: dict[int, float]
+    behind: set[int]
+    numeric_first: int | None
+    accusations: dict[int, int]
+    named: dict[int, int]
+    fingerprint_odd: set[int]
+    finding: dict[str, float]
+    timeout: float  # seconds: the collective timeout the ranks waited out, else 600
+    desync_entries: frozenset[str]  # entries of the collective-desync class
+
+
+def context(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Context:
+    by_entry: dict[str, list[Event]] = {}
+    for e in events:
+        if e.entry:
+            by_entry.setdefault(e.entry, []).append(e)
+    failed = {r: f for r, rw in table.rows.items() if (f := primary_failure(rw)) is not None}
+    waiting = {r for r, rw in table.rows.items() if rw.waits}
+    quiet, late = quiet_gaps(table)
+    accusations: dict[int, int] = {}
+    for rw in table.rows.values():
+        for r in rw.accuses:
+            accusations[r] = accusations.get(r, 0) + 1
+    fp = {r: (e.captures.get("op"), e.captures.get("value")) for r, e in table.fingerprints.items()}
+    odd, clear = minority(fp) if len(set(fp.values())) > 1 else ([], False)
+    return Context(
+        kb, table, by_entry, failed, waiting, quiet, late, _behind(table), _numeric_first(table),
+        accusations, named_by_peers(events), set(odd) if clear else set(), _findings(kb, table, events),
+        timeout_seconds(table), frozenset(e.id for e in kb if e.class_ == "collective-desync"),
+    )
+
+
+def primary_failure(rw: RankRow) -> Event | None:
+    """The rank's first failure of its own, unless it only came after the rank had
+    itself reported waiting (then it is what the wait led to)."""
+    first_wait = rw.waits[0] if rw.waits else None
+    for f in rw.failures:
+        if order(first_wait, f) != -1:
+            return f
+    return None
+
+
+def featurize(h: Hypothesis, cx: Context) -> dict[str, float]:
+    kb, table = cx.kb, cx.table
+    entry = h.entry
+    evs = cx.by_entry.get(entry.id, [])
+    causes = [e for e in evs if e.role == "cause"]
+    f: dict[str, float] = {}
+
+    weights = [_weight(kb, e) for e in causes]
+    f["entry_cause"] = max(weights, default=0.0)
+    f["entry_strong"] = float(any(w >= 0.8 for w in weights))
+    sigs = {e.signature for e in evs if e.role in ("cause", "symptom")}
+    f["entry_signatures"] = min(len(sigs), 4) / 4
+    f["entry_context"] = min(len({e.signature for e in evs if e.role == "context"}), 3) / 3
+    f["entry_symptom_only"] = float(bool(evs) and not causes and any(e.role == "symptom" for e in evs))
+    f["entry_none"] = float(not evs)
+    f["entry_launcher_only"] = float(bool(causes) and all("launcher" in e.captures for e in causes))
+    f["entry_repeats"] = float(any("repeats" in e.captures for e in causes))
+
+    for k in Kind:
+        f["kind_" + k.name] = float(h.kind == k)
+
+    explains = {x.value for x in entry.explains}
+    f["finding_desync"] = cx.finding["desync"] if "desync" in explains else 0.0
+    f["finding_fr_mismatch"] = cx.finding["fr_mismatch"] if "desync" in explains else 0.0
+    hang = explains & {"straggler", "dead-peer"}
+    f["finding_absent"] = cx.finding["absent"] if hang else 0.0
+    f["finding_lost_peer"] = cx.finding["lost_peer"] if "dead-peer" in explains else 0.0
+    f["finding_quiet"] = cx.finding["quiet"] if "straggler" in explains else 0.0
+    f["finding_fr_hang"] = cx.finding["fr_hang"] if hang else 0.0
+
+    ranks = h.ranks
+    if ranks:
+        f.update(_claim(h, cx, causes, evs))
+    else:
+        cause_ranks = {e.rank for e in causes if e.rank is not None}
+        f["norank_job_scope"] = float(entry.scope.value == "job")
+        f["norank_spread"] = float(len(cause_ranks) >= 2)
+        f["norank_unranked"] = float(bool(evs) and all(e.rank is None for e in evs))
+        mine = {(e.source, e.line) for e in causes}
+        f["norank_unexplained_failure"] = float(any(ev.where not in mine for ev in cx.failed.values()))
+        f["norank_first_known"] = float(len(cause_ranks) >= 2 and _first_by_time(causes) is not None)
+        f["norank_numeric_first"] = float(cx.numeric_first is not None and entry.class_ == NUMERIC_CLASS)
+    return {k: f.get(k, 0.0) for k in FEATURES}
+
+
+def _claim(h: Hypothesis, cx: Context, causes: list[Event], evs: list[Event]) -> dict[str, float]:
+    table = cx.table
+    ranks = set(h.ranks)
+    rows = [table.row(r) for r in sorted(ranks)]
+    others = (table.expected | set(table.rows)) - ranks
+    f: dict[str, float] = {"claim": 1.0, "claim_set": float(len(ranks) > 1)}
+    lines_here = [e for e in evs if e.rank in ranks and e.role in ("cause", "symptom", "context")]
+    f["claim_entry_here"] = float(all(any(e.rank == r for e in lines_here) for r in ranks))
+    cause_ranks = {e.rank for e in causes if e.rank is not None}
+    f["claim_entry_only_here"] = float(bool(cause_ranks) and cause_ranks <= ranks)
+    f["claim_entry_first"] = float(all(_entry_first(h.entry.id, cx.failed.get(r), evs) for r in ranks))
+    f["claim_own_failure"] = float(all(r in cx.failed or table.row(r).end == End.own_death for r in ranks))
+    failing = set(cx.failed) | {r for r, rw in table.rows.items() if rw.end == End.own_death}
+    f["claim_sole_failure"] = float(failing == ranks and bool(others))
+    firsts = [cx.failed[r] for r in ranks if r in cx.failed]
+    rivals = [e for r, e in cx.failed.items() if r not in ranks]
+    if firsts and rivals:
+        earliest = min(firsts, key=_tkey)
+        rel = [order(earliest, e) for e in rivals]
+        f["claim_first"] = float(all(x == -1 for x in rel))
+        f["claim_preceded"] = float(any(order(e, earliest) == -1 for e in rivals))
+    f["claim_waited_first"] = float(all(rw.waits and (rw.rank not in cx.failed) for rw in rows))
+    f["claim_own_death"] = float(all(rw.end == End.own_death for rw in rows))
+    f["claim_died_waiting"] = float(all(rw.end == End.died_waiting for rw in rows))
+    f["claim_own_unbacked"] = float(h.kind in (Kind.own, Kind.generic) and not any(r in cx.failed for r in ranks))
+    f["claim_terminated"] = float(any(rw.end == End.terminated for rw in rows))
+    f["claim_root_exit"] = float(any(rw.exit is not None and rw.exit.root_cause for rw in rows))
+    f["claim_root_own_death"] = float(f["claim_root_exit"] and all(rw.end == End.own_death and not rw.waits for rw in rows))
+    total_acc = sum(cx.accusations.values())
+    if total_acc:
+        f["claim_accused"] = sum(cx.accusations.get(r, 0) for r in ranks) / total_acc
+    coll = table.coll
+    if coll and coll.kind == "desync" and coll.culprits:
+        f["claim_minority"] = coll.strength if ranks <= set(coll.culprits) else 0.0
+    if coll and coll.kind == "absent":
+        f["claim_absent"] = float(ranks <= set(coll.culprits))
+    f["claim_fingerprint"] = float(bool(cx.fingerprint_odd) and ranks <= cx.fingerprint_odd)
+    total_named = sum(cx.named.values())
+    if total_named:
+        f["claim_named"] = sum(cx.named.get(r, 0) for r in ranks) / total_named
+    f["claim_quiet"] = min(_gap_score(cx.quiet.get(r, 0.0), cx.timeout) for r in ranks)
+    f["claim_late"] = min(_gap_score(cx.late.get(r, 0.0), cx.timeout) for r in ranks)
+    f["claim_behind"] = float(ranks <= cx.behind)
+    if h.entry.class_ in MISMATCH_CLASSES and table.expected:
+        reporters = cause_ranks & table.expected
+        silent = table.expected - reporters
+        if reporters and silent and len(reporters) != len(silent):
+            small = reporters if len(reporters) < len(silent) else silent
+            f["claim_smaller_side"] = float(ranks == small)
+    desync_entries = cx.desync_entries
+    f["claim_reporter_only"] = float(
+        h.entry.id in desync_entries
+        and all(r in cx.failed and cx.failed[r].entry in desync_entries for r in ranks)
+        and not f.get("claim_minority") and not f.get("claim_named")
+    )
+    f["claim_fr_mismatch"] = float(all(rw.fr_kinds & FR_MISMATCH for rw in rows))
+    f["claim_fr_behind"] = float(all(rw.fr_kinds & FR_HANG for rw in rows))
+    f["claim_numeric_first"] = float(cx.numeric_first is not None and cx.numeric_first in ranks)
+    f["claim_unseen"] = float(all(r not in table.rows for r in ranks))
+    f["claim_job_scope"] = float(h.entry.scope.value == "job")
+    f["claim_job_scope_sole"] = f["claim_job_scope"] * f["claim_sole_failure"]
+    if others:
+        f["others_waiting"] = len(others & cx.waiting) / len(others)
+        f["others_failed"] = len(others & failing) / len(others)
+        f["claim_explains_all"] = f["claim_sole_failure"] * f["others_waiting"]
+    return f
+
+
+def _entry_first(entry_id: str, first: Event | None, evs: list[Event]) -> bool:
+    """The entry fired on the line of the rank's first own failure, or on a line of the
+    same traceback just before it (an exception's message is often matched a line above)."""
+    if first is None:
+        return False
+    for e in evs:
+        if e.rank == first.rank and e.source == first.source and 0 <= first.line - e.line <= 3:
+            return True
+    return False
+
+
+def _weight(kb: KnowledgeBase, ev: Event) -> float:
+    try:
+        return kb.get(ev.entry).signature(ev.signature).weight
+    except KeyError:
+        return 1.0
+
+
+def _first_by_time(events: list[Event]) -> int | None:
+    """The rank whose line came strictly before every other rank's, by timestamps of one
+    clock (None when two ranks tie or the lines have no times)."""
+    firsts: dict[int, float] = {}
+    for e in events:
+        if e.rank is not None and e.ts is not None:
+            firsts[e.rank] = min(firsts.get(e.rank, math.inf), e.ts)
+    if len(firsts) < 2 or len({ts >= 1e9 for ts in firsts.values()}) > 1:
+        return None
+    order_ = sorted(firsts.items(), key=lambda kv: kv[1])
+    return order_[0][0] if order_[1][1] - order_[0][1] > 0 else None
+
+
+def _tkey(e: Event) -> tuple:
+    return (e.ts if e.ts is not None else math.inf, e.source, e.line)
+
+
+def _gap_score(gap: float, full: float = _GAP_FULL) -> float:
+    """A gap on a log scale, counting fully from ``full`` seconds: the job's collective
+    timeout when the ranks report it (being a whole timeout ahead or behind is as clear
+    as it gets), else NCCL's default of 10 minutes."""
+    return 0.0 if gap < MIN_GAP else min(1.0, math.log1p(gap) / math.log1p(max(full, MIN_GAP + 1)))
+
+
+def timeout_seconds(table: RankTable) -> float:
+    """The collective timeout the ranks report waiting out (the shortest), else 10 min."""
+    ms = [t for rw in table.rows.values() for e in rw.waits if (t := e.cap_int("timeout_ms")) is not None and t > 0]
+    return min(ms) / 1000.0 if ms else _GAP_FULL
+
+
+def quiet_gaps(table: RankTable) -> tuple[dict[int, float], dict[int, float]]:
+    """Seconds by which each rank's last work came before the other ranks' (quiet early:
+    it hung, died or fell behind) and after every other rank's (late: it was still busy
+    while they waited). Only ranks whose last work has a time on one clock count."""
+    last: dict[int, float] = {}
+    for r, rw in table.rows.items():
+        ev = rw.last_active or _last_non_wait(rw)
+        if ev is not None and ev.ts is not None:
+            last[r] = ev.ts
+    if len(last) < 2:
+        return {}, {}
+    clocks = {ts >= 1e9 for ts in last.values()}
+    if len(clocks) > 1:
+        return {}, {}
+    quiet: dict[int, float] = {}
+    late: dict[int, float] = {}
+    for r, ts in last.items():
+        others = [t for q, t in last.items() if q != r]
+        quiet[r] = max(0.0, statistics.median(others) - ts)
+        late[r] = max(0.0, ts - max(others))
+    # a rank is "quiet" only against a majority that went on: with two ranks, both are
+    # measured against each other, so only the earlier one gets a gap
+    return quiet, late
+
+
+def _last_non_wait(rw: RankRow) -> Event | None:
+    return None if rw.last_seen is None or rw.last_seen in rw.waits else rw.last_seen
+
+
+def _behind(table: RankTable) -> set[int]:
+    prog = {r: rw.progress for r, rw in table.rows.items() if rw.progress is not None}
+    if len(prog) < 2:
+        return set()
+    lo = min(prog.values())
+    others_lo = sorted(prog.values())[1]
+    if lo < others_lo:
+        return {r for r, p in prog.items() if p == lo}
+    return set()
+
+
+def _numeric_first(table: RankTable) -> int | None:
+    firsts = [(rw.rank, rw.numeric) for rw in table.rows.values() if rw.numeric is not None]
+    if len(firsts) < 2:
+        return firsts[0][0] if firsts and len(table.rows) > 1 else None
+    best = None
+    for r, e in firsts:
+        if all(order(e, other) == -1 for q, other in firsts if q != r):
+            best = r
+    return best
+
+
+def _findings(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> dict[str, float]:
+    coll = table.coll
+    desync = 0.0
+    if coll and coll.kind == "desync":
+        desync = max(desync, coll.strength)
+    if len({(e.captures.get("op"), e.captures.get("value")) for e in table.fingerprints.values()}) > 1:
+        desync = max(desync, 0.7)
+    if table.fr is not None and any(f.kind in FR_MISMATCH for f in table.fr.findings):
+        desync = max(desync, 0.9)
+    if any(e.role == "cause" and e.entry and kb.get(e.entry).class_ == "collective-desync" for e in events):
+        desync = max(desync, 0.8)
+    absent = float(bool(coll and coll.kind == "absent"))
+    lost = float(any(rw.accuses for rw in table.rows.values()) or any(
+        e.role == "symptom" and e.entry and "dead-peer" in {x.value for x in kb.get(e.entry).explains} for e in events))
+    quiet, late = quiet_gaps(table)
+    full = timeout_seconds(table)
+    q = max([_gap_score(g, full) for g in list(quiet.values()) + list(late.values())] or [0.0])
+    fr_hang = float(table.fr is not None and any(f.kind in FR_HANG for f in table.fr.findings))
+    fr_mismatch = float(table.fr is not None and any(f.kind in FR_MISMATCH for f in table.fr.findings))
+    return {"desync": desync, "fr_mismatch": fr_mismatch, "absent": absent, "lost_peer": lost, "quiet": q if table.waiting_ranks else 0.0, "fr_hang": fr_hang}
+
+
+__all__ = ["FEATURES", "Context", "context", "featurize", "primary_failure", "quiet_gaps", "ACTIVITY", "FATAL", "TRACE", "same_clock"]

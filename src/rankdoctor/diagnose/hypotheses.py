@@ -1,0 +1,222 @@
+"""Hypotheses: which failure (an entry) started where (a set of ranks, or "unknown").
+
+Proposing is cheap and generous; weighing is not done here. Every entry whose lines
+fired is proposed with no rank and with each rank it fired on; every cross-rank finding
+(ranks in different collectives, a rank missing or silent while the others wait, peers
+losing a rank) proposes the entries that explain it with each rank the table singles
+out; a failure line no entry names proposes the generic entry for it. ``features.py``
+describes each hypothesis and ``scoring.py`` weighs them all in one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from ..events import Event
+from ..kb.loader import KnowledgeBase
+from ..kb.model import Entry
+from .attribution import FATAL, TRACE
+from .collectives import minority
+from .ranktable import FR_HANG, FR_MISMATCH, RankTable
+
+MAX_SET = 8  # a set of ranks that failed together: at most one node's worth
+# classes whose lines report a disagreement between ranks (any side may print it)
+MISMATCH_CLASSES = frozenset({"collective-desync", "ddp-model-mismatch"})
+
+
+class Kind(str, Enum):
+    """How a hypothesis came about (what kind of reasoning proposed it)."""
+
+    own = "own-failure"  # the entry's own cause lines
+    symptom = "symptom"  # only the entry's symptom lines (timeouts, lost peers)
+    desync = "desync"  # ranks in different collectives
+    straggler = "straggler"  # a rank missing, silent or still busy while the others wait
+    dead_peer = "dead-peer"  # peers report losing a rank
+    generic = "generic"  # a failure line no entry names
+
+
+FINDING_KIND = {"desync": Kind.desync, "straggler": Kind.straggler, "dead-peer": Kind.dead_peer}
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    entry: Entry
+    ranks: tuple[int, ...]  # () = the evidence does not say where it started
+    kind: Kind
+
+    @property
+    def key(self) -> tuple[str, tuple[int, ...], str]:
+        return (self.entry.id, self.ranks, self.kind.value)
+
+
+@dataclass
+class Suspects:
+    """The ranks each cross-rank finding singles out."""
+
+    desync: set[int]
+    straggler: set[int]
+    dead_peer: set[int]
+
+    def of(self, finding: str) -> set[int]:
+        return {"desync": self.desync, "straggler": self.straggler, "dead-peer": self.dead_peer}[finding]
+
+
+def generate(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> list[Hypothesis]:
+    out: dict[tuple, Hypothesis] = {}
+
+    def add(entry: Entry, ranks: tuple[int, ...], kind: Kind) -> None:
+        h = Hypothesis(entry, tuple(sorted(ranks)), kind)
+        out.setdefault(h.key, h)
+
+    by_entry: dict[str, list[Event]] = {}
+    for e in events:
+        if e.entry and e.role in ("cause", "symptom", "context"):
+            by_entry.setdefault(e.entry, []).append(e)
+
+    # 1. every entry whose cause or symptom lines fired
+    for entry_id, evs in by_entry.items():
+        entry = kb.get(entry_id)
+        causes = [e for e in evs if e.role == "cause"]
+        if causes:
+            add(entry, (), Kind.own)
+            ranks = sorted({e.rank for e in causes if e.rank is not None})
+            for r in ranks:
+                add(entry, (r,), Kind.own)
+            if 2 <= len(ranks) <= MAX_SET and len(ranks) < len(table.expected):
+                add(entry, tuple(ranks), Kind.own)
+            # a mismatch reported by most ranks: the few that did not report it are the odd ones
+            if entry.class_ in MISMATCH_CLASSES:
+                quiet_side = table.expected - set(ranks)
+                if quiet_side and len(quiet_side) < len(ranks) and len(quiet_side) <= MAX_SET:
+                    add(entry, tuple(sorted(quiet_side)), Kind.desync)
+            # the other side a mismatch message names ("... in process 0") may be where it started
+            for e in causes:
+                pr = e.cap_int("peer_rank")
+                if pr is not None and pr != e.rank and pr not in ranks:
+                    add(entry, (pr,), Kind.own)
+        elif any(e.role == "symptom" for e in evs):
+            add(entry, (), Kind.symptom)
+
+    # 2. cross-rank findings and the entries that explain them
+    sus = suspects(kb, table, events)
+    fired = set(by_entry)
+    for finding in ("desync", "straggler", "dead-peer"):
+        ranks = sus.of(finding)
+        if not ranks and not _finding_present(finding, table, events, kb):
+            continue
+        kind = FINDING_KIND[finding]
+        for entry in kb:
+            explains = {x.value for x in entry.explains}
+            if finding not in explains:
+                continue
+            if entry.id not in fired and finding not in {f.value for f in entry.fallback_for}:
+                continue
+            add(entry, (), kind)
+            for r in ranks:
+                add(entry, (r,), kind)
+            if 2 <= len(ranks) <= MAX_SET and len(ranks) < len(table.expected):
+                add(entry, tuple(sorted(ranks)), kind)
+
+    # 3. failures no entry names: the generic entry for the failing rank
+    named_lines = {e.where for e in events if e.entry and e.role == "cause"}
+    generic = {f.value: e for e in kb for f in e.fallback_for}
+    for rw in table.rows.values():
+        for ev in rw.failures:
+            if ev.where in named_lines:
+                continue
+            key = "exception" if ev.role == TRACE else "abort" if ev.role == FATAL else None
+            if key and key in generic:
+                add(generic[key], (rw.rank,), Kind.generic)
+                add(generic[key], (), Kind.generic)
+    for ev in table.unranked_failures:
+        key = "exception" if ev.role == TRACE else "abort" if ev.role == FATAL else None
+        if key and key in generic and ev.where not in named_lines:
+            add(generic[key], (), Kind.generic)
+    return list(out.values())
+
+
+def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspects:
+    """The ranks the table singles out for each finding (see ``features.py`` for how
+    strongly)."""
+    from .features import MIN_GAP, quiet_gaps  # one definition of "went quiet" / "still busy"
+
+    desync: set[int] = set()
+    straggler: set[int] = set()
+    dead: set[int] = set()
+    coll = table.coll
+    if coll and coll.kind == "desync":
+        desync |= set(coll.culprits)
+    if coll and coll.kind == "absent":
+        straggler |= set(coll.culprits)
+        dead |= set(coll.culprits)
+    fp = {r: (e.captures.get("op"), e.captures.get("value")) for r, e in table.fingerprints.items()}
+    if len(set(fp.values())) > 1:
+        culprits, clear = minority(fp)
+        if clear:
+            desync |= set(culprits)
+    desync_entries = {e.id for e in kb if e.class_ == "collective-desync"}
+    for rw in table.rows.values():
+        if any(ev.entry in desync_entries for ev in rw.failures):
+            desync.add(rw.rank)
+        if rw.fr_kinds & FR_MISMATCH:
+            desync.add(rw.rank)
+        if rw.fr_kinds & FR_HANG:
+            straggler.add(rw.rank)
+            dead.add(rw.rank)
+    for r in named_by_peers(events):
+        desync.add(r)
+    accused: set[int] = set()
+    for rw in table.rows.values():
+        accused |= rw.accuses
+    dead |= accused
+    for rw in table.rows.values():
+        if rw.own_failure and not rw.failures:  # died (exit status) with no line of its own
+            dead.add(rw.rank)
+    quiet, late = quiet_gaps(table)
+    # a gap shorter than ordinary jitter singles nobody out
+    straggler |= {r for r, g in quiet.items() if g >= MIN_GAP}
+    straggler |= {r for r, g in late.items() if g >= MIN_GAP}
+    dead |= {r for r, g in quiet.items() if g >= MIN_GAP and r in accused}
+    # ranks of the job that never printed anything, while others waited
+    # (only when one rank is missing, or most of the job's output is here: in a paste of
+    # a few ranks' lines, the ranks that are not in it are not known to have been silent)
+    never = table.expected - set(table.rows)
+    if table.waiting_ranks and len(table.expected) <= 64 and (len(never) == 1 or 2 * len(table.rows) > len(table.expected)):
+        if len(never) <= MAX_SET:
+            straggler |= never
+            dead |= never
+    return Suspects(desync, straggler, dead)
+
+
+def named_by_peers(events: list[Event]) -> dict[int, int]:
+    """Ranks named as the other side in mismatch messages ("Rank 1 is running X, but
+    Rank 2 is running Y"), with how many lines name them."""
+    votes: dict[int, int] = {}
+    for e in events:
+        if e.role != "cause":
+            continue
+        pr = e.cap_int("peer_rank")
+        if pr is not None and pr != e.rank:
+            votes[pr] = votes.get(pr, 0) + 1
+    return votes
+
+
+def _finding_present(finding: str, table: RankTable, events: list[Event], kb: KnowledgeBase) -> bool:
+    """A finding can hold with no rank singled out (two equal camps, an unranked line)."""
+    coll = table.coll
+    fr_kinds = {f.kind for f in table.fr.findings} if table.fr is not None else set()
+    if finding == "desync":
+        if fr_kinds & FR_MISMATCH:
+            return True
+        if coll and coll.kind == "desync":
+            return True
+        fp = {(e.captures.get("op"), e.captures.get("value")) for e in table.fingerprints.values()}
+        if len(fp) > 1:
+            return True
+        return any(e.role == "cause" and kb.get(e.entry).class_ == "collective-desync" for e in events if e.entry)
+    if finding == "straggler":
+        return bool(fr_kinds & FR_HANG) or bool(coll and coll.kind in ("absent", "uniform"))
+    return any(rw.accuses for rw in table.rows.values())
+
+

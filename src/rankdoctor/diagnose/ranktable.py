@@ -1,0 +1,240 @@
+"""The rank table: one row per rank of what the run left about it, built once from the
+attributed events, the launcher's records and the Flight Recorder analysis.
+
+Like the STAT tool's merged stack tree, the point is to make the few ranks that behaved
+differently stand out from the many that only waited: which rank failed by itself and
+when, how each one ended, when each one last did any work, what each one was waiting
+in, and whom it says it lost. Every later step reads the table; nothing writes to it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING
+
+from ..events import Event
+from ..kb.loader import KnowledgeBase
+from .attribution import ACTIVITY, FATAL, TAIL, TRACE, Attributed
+from .collectives import CollectiveFinding, Report, analyse, collect_reports
+from .launcher import ExitRecord
+
+if TYPE_CHECKING:
+    from ..flightrec.analyze import FRReport
+
+# exceptions raised by launchers about their workers, not by a worker about itself
+LAUNCHER_EXCEPTIONS = re.compile(r"(?:ChildFailedError|SignalException|ProcessRaisedException|ProcessExitedException)$")
+# Flight Recorder findings: the ranks' collectives differ, or some ranks are behind
+FR_MISMATCH = frozenset({"type-mismatch", "size-mismatch", "dtype-mismatch", "extra-collective"})
+FR_HANG = frozenset({"lagging", "stuck", "missing-ranks"})
+# a line that is a numeric blow-up on the rank that printed it
+NUMERIC_CLASS = "nan-divergence"
+_PROGRESS = re.compile(
+    r"(?i)\b(?:global[_ ]?step|step|iter(?:ation)?|it|batch|epoch)\b\s*[:=#]?\s*\[?(\d+)(?:\s*/\s*\d+)?"
+    r"|\b(\d+)\s*/\s*(\d+)\s*\["  # tqdm: " 37/100 ["
+)
+QUIET_SECONDS = 30.0  # a gap in last activity shorter than this is ordinary jitter
+
+
+class End(str, Enum):
+    """How a rank's process ended, as far as the launcher's records tell."""
+
+    own_death = "own-death"  # it exited non-zero or by a signal of its own making
+    terminated = "terminated"  # the launcher stopped it (SIGTERM, or SIGKILL after SIGTERM)
+    died_waiting = "died-waiting"  # it exited non-zero after its own timeout / lost peer
+    clean = "clean"
+    unknown = "unknown"
+
+
+@dataclass
+class RankRow:
+    rank: int
+    host: str | None = None
+    local_rank: int | None = None
+    failures: list[Event] = field(default_factory=list)  # its own failure lines, earliest first
+    waits: list[Event] = field(default_factory=list)  # its timeouts and lost-peer reports, earliest first
+    exit: ExitRecord | None = None
+    end: End = End.unknown
+    last_seen: Event | None = None  # last timestamped line of any kind
+    last_active: Event | None = None  # last line that reports work, not trouble
+    progress: int | None = None  # the step/iteration counter of that line
+    report: Report | None = None  # what it was waiting in (watchdog / PG status)
+    accuses: set[int] = field(default_factory=set)  # ranks it says it lost
+    numeric: Event | None = None  # its first NaN / inf / overflow line
+    fr_kinds: set[str] = field(default_factory=set)  # Flight Recorder findings that single it out
+
+    @property
+    def first_failure(self) -> Event | None:
+        return self.failures[0] if self.failures else None
+
+    @property
+    def own_failure(self) -> bool:
+        return bool(self.failures) or self.end == End.own_death
+
+    @property
+    def waited(self) -> bool:
+        return bool(self.waits)
+
+
+@dataclass
+class RankTable:
+    rows: dict[int, RankRow]
+    expected: set[int]  # the job's ranks: 0..world-1 when the logs say, else what was seen
+    world_size: int | None
+    coll: CollectiveFinding | None  # the watchdog reports compared across ranks
+    fingerprints: dict[int, Event]  # each rank's last DETAIL collective fingerprint
+    unranked_failures: list[Event]  # own-failure lines no rank could be given
+    fr: "FRReport | None" = None
+
+    def row(self, rank: int) -> RankRow:
+        return self.rows.get(rank) or RankRow(rank)
+
+    @property
+    def waiting_ranks(self) -> set[int]:
+        return {r for r, row in self.rows.items() if row.waited}
+
+    @property
+    def failed_ranks(self) -> set[int]:
+        return {r for r, row in self.rows.items() if row.own_failure}
+
+
+def order(a: Event | None, b: Event | None) -> int | None:
+    """-1 if ``a`` happened before ``b``, 1 if after, 0 if together, None if the logs
+    cannot tell: timestamps of one clock decide; without them, the line order of one
+    file (a console interleaves ranks in the order their lines arrived)."""
+    if a is None or b is None:
+        return None
+    if a.ts is not None and b.ts is not None and same_clock(a.ts, b.ts):
+        return (a.ts > b.ts) - (a.ts < b.ts)
+    if a.source == b.source:
+        return (a.line > b.line) - (a.line < b.line)
+    return None
+
+
+def same_clock(x: float, y: float) -> bool:
+    """Dates with a year and glog's year-less times are different clocks."""
+    return (x >= 1e9) == (y >= 1e9)
+
+
+def time_key(e: Event) -> tuple:
+    return (e.ts if e.ts is not None else math.inf, e.source, e.line)
+
+
+def progress_of(text: str) -> int | None:
+    m = _PROGRESS.search(text)
+    if not m:
+        return None
+    v = m.group(1) or m.group(2)
+    return int(v) if v and len(v) < 10 else None
+
+
+def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" = None) -> RankTable:
+    events = att.events
+    ranks = set(att.seen)
+    expected = set(range(att.world_size)) if att.world_size else (set(range(max(ranks) + 1)) if ranks else set())
+    rows: dict[int, RankRow] = {}
+
+    def row(r: int) -> RankRow:
+        if r not in rows:
+            rows[r] = RankRow(r)
+        return rows[r]
+
+    symptom_lines = {e.where for e in events if e.role == "symptom"}
+    numeric_entries = {e.id for e in kb if e.class_ == NUMERIC_CLASS}
+    unranked: list[Event] = []
+    for ev in sorted(events, key=time_key):
+        if ev.rank is None:
+            if _is_own_failure(ev, symptom_lines):
+                unranked.append(ev)
+            continue
+        rw = row(ev.rank)
+        rw.host = rw.host or ev.host
+        rw.local_rank = rw.local_rank if rw.local_rank is not None else ev.local_rank
+        if _is_own_failure(ev, symptom_lines):
+            rw.failures.append(ev)
+        if ev.role == "symptom" and "launcher" not in ev.captures:
+            rw.waits.append(ev)
+            pr = ev.cap_int("peer_rank")
+            if pr is not None and pr != ev.rank:
+                rw.accuses.add(pr)
+        if ev.entry in numeric_entries and ev.role in ("cause", "context", "symptom") and rw.numeric is None:
+            rw.numeric = ev
+        if ev.ts is not None and (rw.last_seen is None or (rw.last_seen.ts or -math.inf) <= ev.ts):
+            rw.last_seen = ev
+        if ev.role == ACTIVITY:
+            if rw.last_active is None or order(rw.last_active, ev) in (-1, None):
+                rw.last_active = ev
+    for rw in rows.values():
+        for f in (rw.failures, rw.waits):
+            f.sort(key=lambda e: _order_key(e))
+        if rw.last_active is not None:
+            rw.progress = progress_of(rw.last_active.text)
+
+    for r, rec in att.summary.by_rank().items():
+        rw = row(r)
+        rw.exit = rec
+        rw.host = rw.host or rec.host
+    sigterm = att.summary.sigterm_pids
+    for rw in rows.values():
+        rw.end = _end_of(rw, sigterm)
+
+    # a rank that timed out itself did not vanish: its peers' "lost" reports are collateral
+    timed_out = {r for r, rw in rows.items() if any(e.cap_int("timeout_ms") is not None for e in rw.waits)}
+    for rw in rows.values():
+        rw.accuses -= timed_out
+
+    reports = collect_reports(events)
+    for r, rep in reports.items():
+        row(r).report = rep
+    coll = analyse(events, expected or None, set(att.seen) | set(rows))
+
+    fingerprints: dict[int, Event] = {}
+    for e in sorted(events, key=lambda e: (e.cap_int("seq") or -1, e.source, e.line)):
+        if e.role == "context" and e.rank is not None and e.cap_int("seq") is not None and e.captures.get("op"):
+            fingerprints[e.rank] = e
+
+    if fr is not None:
+        for finding in fr.findings:
+            for r in finding.culprit_ranks:
+                row(r).fr_kinds.add(finding.kind)
+    return RankTable(rows, expected or set(rows), att.world_size, coll, fingerprints, unranked, fr)
+
+
+def _is_own_failure(ev: Event, symptom_lines: set[tuple[str, int]]) -> bool:
+    """A line that shows a failure of the rank that printed it: a knowledge-base cause
+    (not the launcher's line about its exit), a Python exception or a C++ abort — unless
+    the same line is a report of waiting for, or losing, a peer."""
+    if ev.role == "cause":
+        return "launcher" not in ev.captures
+    if ev.role == TRACE and ev.signature == "python-exception":
+        name = ev.captures.get("value", "")
+        return ev.where not in symptom_lines and not LAUNCHER_EXCEPTIONS.search(name)
+    if ev.role == FATAL:
+        return ev.where not in symptom_lines
+    return False
+
+
+def _order_key(e: Event) -> tuple:
+    return (e.ts if e.ts is not None else math.inf, e.source, e.line)
+
+
+def _end_of(rw: RankRow, sigterm_pids: set[int]) -> End:
+    rec = rw.exit
+    if rec is None or rec.exitcode is None:
+        return End.unknown
+    code = rec.exitcode
+    if code == 0:
+        return End.clean
+    if code == -15 or rec.killed_by_launcher or (rec.pid is not None and rec.pid in sigterm_pids and code < 0 and code != -9):
+        return End.terminated
+    if rw.waits and not rw.failures:
+        # it raised (exit 1) or aborted (-6, the NCCL watchdog) after its own timeout or a
+        # lost peer: it died of the collective failure, not of its own
+        return End.died_waiting
+    return End.own_death
+
+
+def tail_events(events: list[Event]) -> list[Event]:
+    return [e for e in events if e.role in (TAIL, ACTIVITY)]

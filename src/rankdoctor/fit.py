@@ -1,0 +1,339 @@
+"""Fit the scoring weights on the labelled scenarios (``make fit``).
+
+Every labelled run is diagnosed as the CLI would (logs and Flight Recorder dumps); each
+of its hypotheses is described by the features of ``diagnose/features.py``. The label
+says which hypotheses are right: the labelled class (or an ``also_acceptable`` one) and
+the labelled initiating rank (no rank when the label has none); when none is right,
+"none of these" is. The weights maximise the probability the softmax of
+``diagnose/scoring.py`` gives the right answers (a conditional-logit model), with an L2
+penalty whose strength is picked by cross-validation.
+
+Cross-validation (folds by case, fixed) also yields the honest numbers: accuracy,
+a reliability table (confidence vs. how often the answer was right) and the rate of
+confident wrong answers, from which the verdict threshold is chosen.
+
+    python -m rankdoctor.fit tests/scenarios/real tests/scenarios/lab ...   # writes weights.json
+    python -m rankdoctor.fit --check ...                                    # fails if stale
+
+Needs scipy (the ``fit`` extra); the installed tool only reads the weights.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import re
+import sys
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from .diagnose.engine import Weighing, answers, rescore
+from .diagnose.features import FEATURES
+from .diagnose.scoring import SCHEMA, Weights, default_weights, weights_from_json
+from .evaluate import find_scenarios, read_label, weigh_case
+from .kb.loader import load_kb
+from .scan import Scanner
+
+NAMES = list(FEATURES)
+LAMBDAS = (0.03, 0.1, 0.3, 1.0, 3.0)
+FOLDS = 5
+RANK_SHARES = (0.3, 0.4, 0.5, 0.6)
+MAX_CONFIDENT_WRONG = 0.03  # of all failed runs: the verdict threshold keeps them below this
+WEIGHTS_PATH = Path(__file__).parent / "diagnose" / "weights.json"
+
+
+@dataclass
+class Case:
+    path: Path
+    label: dict
+    w: Weighing
+    right: list[bool]  # per hypothesis of w.scored
+
+    @property
+    def name(self) -> str:
+        return f"{self.path.parent.name}/{self.path.name}"
+
+    @property
+    def fold(self) -> int:
+        """Cases of one family (the lab matrix's variants of one fault: other ranks, world
+        sizes, options) share a fold, so cross-validation never tests on a near-copy of a
+        training case."""
+        family = re.sub(r"-w\d+(?:-r[\dr]+)?(?:-notee)?$", "", self.path.name)
+        return zlib.crc32(f"{self.path.parent.name}/{family}".encode()) % FOLDS
+
+
+def is_right(label: dict, entry, ranks: tuple[int, ...]) -> bool:
+    """The labelled class, started where the label says. A label without a rank says
+    nothing about where a rank-scoped failure started (the thread did not show it), so
+    any rank set is right there; a job-wide entry names no rank."""
+    if label["class"] in ("none", "healthy", None):
+        return False
+    if entry.class_ != label["class"] and entry.class_ not in label["also"]:
+        return False
+    want = label.get("ranks") or ([label["rank"]] if label["rank"] is not None else [])
+    if not want:
+        return entry.scope.value == "rank" or not ranks
+    return list(ranks) == sorted(want)
+
+
+def load_cases(roots: list[Path]) -> list[Case]:
+    kb = load_kb()
+    scanner = Scanner(kb)
+    out = []
+    for case in find_scenarios(roots):
+        label = read_label(case)
+        w = weigh_case(kb, scanner, case)
+        right = [is_right(label, s.hyp.entry, s.hyp.ranks) for s in w.scored]
+        out.append(Case(case, label, w, right))
+    return out
+
+
+# -- the model ---------------------------------------------------------------------------------
+
+
+def _matrices(cases: list[Case]):
+    import numpy as np
+
+    groups = []
+    for c in cases:
+        if not c.w.failed:
+            continue  # nothing to weigh: the run looks healthy
+        X = np.array([[s.features[k] for k in NAMES] for s in c.w.scored], dtype=float).reshape(-1, len(NAMES))
+        y = np.array(c.right, dtype=bool)
+        groups.append((X, y))
+    return groups
+
+
+def _loss(theta, groups, lam):
+    import numpy as np
+
+    w, b = theta[:-1], theta[-1]
+    loss = 0.5 * lam * float(w @ w)
+    grad = np.zeros_like(theta)
+    grad[:-1] = lam * w
+    for X, y in groups:
+        s = X @ w if len(X) else np.zeros(0)
+        allv = np.concatenate(([b], s))
+        top = allv.max()
+        e = np.exp(allv - top)
+        z = e.sum()
+        p = e / z
+        if y.any():
+            num = e[1:][y]
+            loss -= math.log(num.sum()) - math.log(z)
+            q = np.zeros_like(p)
+            q[1:][y] = num / num.sum()
+        else:
+            loss -= math.log(e[0]) - math.log(z)
+            q = np.zeros_like(p)
+            q[0] = 1.0
+        d = p - q
+        grad[:-1] += d[1:] @ X if len(X) else 0.0
+        grad[-1] += d[0]
+    return loss, grad
+
+
+def fit_weights(cases: list[Case], lam: float) -> tuple[dict[str, float], float]:
+    import numpy as np
+    from scipy.optimize import minimize
+
+    groups = _matrices(cases)
+    theta0 = np.zeros(len(NAMES) + 1)
+    res = minimize(_loss, theta0, args=(groups, lam), jac=True, method="L-BFGS-B", options={"maxiter": 5000, "gtol": 1e-9})
+    theta = res.x
+    return {k: round(float(v), 4) for k, v in zip(NAMES, theta[:-1])}, round(float(theta[-1]), 4)
+
+
+# -- predictions and their quality -----------------------------------------------------------
+
+
+@dataclass
+class Prediction:
+    case: str
+    want_class: str
+    want_rank: int | None
+    got_class: str | None
+    got_rank: int | None
+    confidence: float  # probability of the answer's class
+    class_ok: bool
+    rank_ok: bool
+    failed_run: bool  # the label says the run failed
+
+
+def predict(c: Case, weights: Weights) -> Prediction:
+    w = rescore(c.w, weights)
+    top = answers(w, weights)[0] if w.failed and w.scored else None
+    label = c.label
+    failed_run = label["class"] not in ("none", "healthy", None)
+    got_class = top.best.hyp.entry.class_ if top else None
+    got_rank = top.ranks[0] if top and top.ranks else None
+    conf = top.class_p if top else 0.0
+    class_ok = (got_class == label["class"] or got_class in label["also"]) if failed_run else not w.failed
+    want = label.get("ranks") or ([label["rank"]] if label["rank"] is not None else [])
+    rank_ok = list(top.ranks) == want if (top and want) else got_rank == label["rank"]
+    return Prediction(c.name, label["class"], label["rank"], got_class, got_rank, conf, class_ok, rank_ok, failed_run)
+
+
+def confident_wrong(p: Prediction, threshold: float) -> bool:
+    """Diagnosed (confidence at the threshold or above) and wrong: the class, or a rank
+    named that is not the labelled one."""
+    if not p.failed_run or p.confidence < threshold:
+        return False
+    return not p.class_ok or (p.got_rank is not None and p.want_rank is not None and not p.rank_ok)
+
+
+def choose_rank_share(cases: list[Case], lam: float) -> float:
+    """The share of an entry's probability a rank set needs to be named, chosen on
+    out-of-fold predictions: most right ranks, a wrongly named rank counting three times
+    against (naming no rank is honest, naming the wrong one misleads)."""
+    best = None
+    for share in RANK_SHARES:
+        preds, _ = cross_validate(cases, lam, share)
+        lab = [p for p in preds if p.failed_run and p.want_rank is not None]
+        score = sum(p.rank_ok for p in lab) - 3 * sum(p.got_rank is not None and not p.rank_ok for p in lab)
+        print(f"rank share {share}: cross-validated rank {sum(p.rank_ok for p in lab)}/{len(lab)}, "
+              f"wrong rank named {sum(p.got_rank is not None and not p.rank_ok for p in lab)}")
+        if best is None or score > best[0]:
+            best = (score, share)
+    return best[1]
+
+
+def cross_validate(cases: list[Case], lam: float, rank_share: float = 0.5) -> tuple[list[Prediction], float]:
+    """Out-of-fold predictions, and the out-of-fold log loss of the labelled answers
+    (a proper score: it rewards confidence only where it is deserved)."""
+    import numpy as np
+
+    preds = []
+    loss = 0.0
+    for k in range(FOLDS):
+        train = [c for c in cases if c.fold != k]
+        test = [c for c in cases if c.fold == k]
+        feats, null = fit_weights(train, lam)
+        wt = Weights(feats, null, 0.5, rank_share, {})
+        preds += [predict(c, wt) for c in test]
+        theta = np.array([feats[n] for n in NAMES] + [null])
+        loss += _loss(theta, _matrices(test), 0.0)[0]
+    return sorted(preds, key=lambda p: p.case), loss
+
+
+def choose_threshold(preds: list[Prediction], limit: float = MAX_CONFIDENT_WRONG) -> float:
+    failed = [p for p in preds if p.failed_run]
+    for t in [x / 100 for x in range(30, 100)]:
+        if sum(confident_wrong(p, t) for p in failed) <= limit * len(failed):
+            return t
+    return 0.99
+
+
+def reliability(preds: list[Prediction], bins=(0.0, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 1.01)) -> list[dict]:
+    rows = []
+    failed = [p for p in preds if p.failed_run]
+    for lo, hi in zip(bins, bins[1:]):
+        inb = [p for p in failed if lo <= p.confidence < hi]
+        rows.append({
+            "bin": f"{lo:.1f}-{min(hi, 1.0):.1f}",
+            "runs": len(inb),
+            "mean_confidence": round(sum(p.confidence for p in inb) / len(inb), 3) if inb else None,
+            "class_right": round(sum(p.class_ok for p in inb) / len(inb), 3) if inb else None,
+        })
+    return rows
+
+
+def summary(preds: list[Prediction], threshold: float) -> dict:
+    failed = [p for p in preds if p.failed_run]
+    ranked = [p for p in failed if p.want_rank is not None]
+    healthy = [p for p in preds if not p.failed_run]
+    return {
+        "runs": len(preds),
+        "failed_runs": len(failed),
+        "class_right": sum(p.class_ok for p in failed),
+        "rank_right_where_labelled": sum(p.rank_ok for p in ranked),
+        "rank_labelled": len(ranked),
+        "confident_wrong": sum(confident_wrong(p, threshold) for p in failed),
+        "called_healthy": sum(p.got_class is None for p in failed),
+        "healthy_runs": len(healthy),
+        "healthy_called_failed": sum(not p.class_ok for p in healthy),
+    }
+
+
+def reliability_text(rows: list[dict]) -> str:
+    out = [f"{'confidence':>11s} {'runs':>5s} {'mean conf':>10s} {'class right':>12s}"]
+    for r in rows:
+        mc = "-" if r["mean_confidence"] is None else f"{r['mean_confidence']:.2f}"
+        cr = "-" if r["class_right"] is None else f"{r['class_right']:.0%}"
+        out.append(f"{r['bin']:>11s} {r['runs']:5d} {mc:>10s} {cr:>12s}")
+    return "\n".join(out)
+
+
+def corpus_digest(cases: list[Case]) -> str:
+    h = hashlib.sha256()
+    for c in sorted(cases, key=lambda c: c.name):
+        h.update(c.name.encode())
+        h.update(json.dumps(c.label, sort_keys=True).encode())
+    return h.hexdigest()[:16]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m rankdoctor.fit", description=__doc__.split("\n\n")[0])
+    ap.add_argument("roots", nargs="+", type=Path, help="folders of labelled scenarios")
+    ap.add_argument("--out", type=Path, default=WEIGHTS_PATH)
+    ap.add_argument("--check", action="store_true", help="refit with the committed lambda and fail if the weights differ")
+    a = ap.parse_args(argv)
+    cases = load_cases(a.roots)
+    if not cases:
+        print("no labelled scenarios found", file=sys.stderr)
+        return 2
+    if a.check:
+        current = default_weights()
+        lam = float(current.meta.get("fitted", {}).get("lambda", 1.0))
+        feats, null = fit_weights(cases, lam)
+        drift = max([abs(feats[k] - current.features.get(k, 0.0)) for k in NAMES] + [abs(null - current.null)])
+        digest = corpus_digest(cases)
+        if drift > 0.02 or digest != current.meta.get("fitted", {}).get("corpus_digest"):
+            print(f"weights.json is stale (largest weight change {drift:.3f}; corpus {digest}); run `make fit`", file=sys.stderr)
+            return 1
+        print(f"weights.json is current (largest weight change {drift:.4f})")
+        return 0
+    best = None
+    for lam in LAMBDAS:
+        preds, loss = cross_validate(cases, lam)
+        failed = [p for p in preds if p.failed_run]
+        print(f"lambda {lam:<5} cross-validated: log loss {loss:.1f}, class {sum(p.class_ok for p in failed)}/{len(failed)}, "
+              f"rank {sum(p.rank_ok for p in failed if p.want_rank is not None)}/{sum(p.want_rank is not None for p in failed)}")
+        if best is None or loss < best[0]:
+            best = (loss, lam, preds)
+    _, lam, _ = best
+    rank_share = choose_rank_share(cases, lam)
+    preds, _ = cross_validate(cases, lam, rank_share)
+    threshold = choose_threshold(preds)
+    feats, null = fit_weights(cases, lam)
+    roots = {}
+    for c in cases:
+        roots[str(c.path.parent)] = roots.get(str(c.path.parent), 0) + 1
+    data = {
+        "schema": SCHEMA,
+        "features": feats,
+        "null": null,
+        "threshold": threshold,
+        "rank_share": rank_share,
+        "fitted": {
+            "by": "python -m rankdoctor.fit (make fit)",
+            "lambda": lam,
+            "corpus": roots,
+            "corpus_digest": corpus_digest(cases),
+            "cross_validated": {"folds": FOLDS, **summary(preds, threshold), "reliability": reliability(preds)},
+        },
+    }
+    a.out.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    s = data["fitted"]["cross_validated"]
+    print(f"chose lambda {lam}, rank share {rank_share}, threshold {threshold:.2f} (confident wrong {s['confident_wrong']}/{s['failed_runs']} cross-validated)")
+    print(reliability_text(data["fitted"]["cross_validated"]["reliability"]))
+    print(f"wrote {a.out}")
+    weights_from_json(data)  # it reads back
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
