@@ -34,8 +34,12 @@ import torch.nn as nn
 
 log = logging.getLogger("train")
 
-_dump_lock = threading.Lock()
-_dumped = False
+# RLock + state: the main thread's SIGTERM handler can run *inside* dump_fr()
+# (the signal lands while the exception path is writing the dump); a plain Lock
+# deadlocked there, the rank then ignored SIGTERM and torchrun SIGKILLed it
+# after 30 s ("Unable to shutdown process ... via 15, forcefully exiting via 9").
+_dump_lock = threading.RLock()
+_dump_state = "none"  # "dumping" while a thread writes the dump, then "done"
 
 
 def setup(seed: int = 1234, default_timeout: float = 15.0) -> tuple[int, int]:
@@ -64,13 +68,13 @@ def fr_enabled() -> bool:
 
 def dump_fr(reason: str) -> None:
     """Write this rank's Flight Recorder trace once (no-op if FR is disabled)."""
-    global _dumped
+    global _dump_state
     if not fr_enabled() or not dist.is_initialized():
         return
     with _dump_lock:
-        if _dumped:
+        if _dump_state != "none":
             return
-        _dumped = True
+        _dump_state = "dumping"
         from torch._C._distributed_c10d import _dump_fr_trace
 
         path = f"{os.environ['TORCH_FR_DUMP_TEMP_FILE']}{dist.get_rank()}"
@@ -79,6 +83,7 @@ def dump_fr(reason: str) -> None:
         with open(path + ".tmp", "wb") as f:
             f.write(data)
         os.replace(path + ".tmp", path)
+        _dump_state = "done"
 
 
 def _die_by_sigterm_from_thread() -> None:
@@ -102,6 +107,11 @@ def _install_sigterm_dump() -> None:
     os.set_blocking(w, False)
 
     def on_main_thread(signum, frame):
+        if _dump_state == "dumping":
+            # SIGTERM landed while a dump is being written (on this thread, from
+            # the exception path, or on the watcher): let it finish; the watcher
+            # thread then takes the lock, finds the dump done and dies by SIGTERM.
+            return
         dump_fr("SIGTERM")
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)
