@@ -349,7 +349,7 @@ def _print_calibration() -> None:
     if not cv:
         return
     print()
-    print(f"verdict threshold {w.threshold:.2f} (P of the top class); cross-validated over {cv['failed_runs']} failed runs "
+    print(f"verdict threshold {w.threshold:.2f} (probability of the top answer: its class, and its rank when it names one); cross-validated over {cv['failed_runs']} failed runs "
           f"({cv['folds']} folds): class {cv['class_right']}/{cv['failed_runs']}, "
           f"confident wrong {cv['confident_wrong']}/{cv['failed_runs']}")
     rows = cv.get("reliability") or []

@@ -170,7 +170,7 @@ def predict(c: Case, weights: Weights) -> Prediction:
     failed_run = label["class"] not in ("none", "healthy", None)
     got_class = top.best.hyp.entry.class_ if top else None
     got_rank = top.ranks[0] if top and top.ranks else None
-    conf = top.class_p if top else 0.0
+    conf = top.confidence if top else 0.0
     class_ok = (got_class == label["class"] or got_class in label["also"]) if failed_run else not w.failed
     want = label.get("ranks") or ([label["rank"]] if label["rank"] is not None else [])
     rank_ok = list(top.ranks) == want if (top and want) else got_rank == label["rank"]

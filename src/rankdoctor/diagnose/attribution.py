@@ -199,13 +199,19 @@ def _stream_owner(ev: Event) -> Event:
 
 
 def _launcher_aborts(events: list[Event], summary: LauncherSummary) -> list[Event]:
-    """An unattributed C++ abort belongs to the one rank the launcher saw die of SIGABRT."""
+    """An unattributed C++ abort belongs to the one rank the launcher saw die of SIGABRT,
+    and so do the unattributed lines of its message (``what():`` just below it)."""
     aborted = sorted({r.rank for r in summary.records if r.rank is not None and r.exitcode == -6})
     if len(aborted) != 1:
         return events
+    fatal = {(ev.source, ev.line) for ev in events if ev.rank is None and ev.role == FATAL}
     out = []
     for ev in events:
-        if ev.rank is None and ev.role == FATAL:
+        in_block = ev.role == FATAL or (
+            ev.entry and ev.role in ("cause", "symptom", "context")
+            and any((ev.source, ev.line - d) in fatal for d in (1, 2, 3))
+        )
+        if ev.rank is None and in_block:
             ev = ev.copy(rank=aborted[0])
             ev.captures["rank_from"] = "launcher"
         out.append(ev)

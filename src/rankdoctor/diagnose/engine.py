@@ -10,8 +10,9 @@
 5. ``present``: the winner as a finding with evidence, root cause, fix and missing facts.
 
 The verdict is ``no-failure-found`` when nothing shows a failure (no cause or symptom
-line, no exception, no abort, no death); otherwise ``diagnosed`` when the top answer's
-class holds at least the calibrated threshold of the probability, else ``inconclusive``.
+line, no exception, no abort, no death); otherwise ``diagnosed`` when the top answer
+(its class, and the rank it names) has at least the calibrated threshold of probability,
+else ``inconclusive``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from .frcandidates import fr_events
 from .hypotheses import Hypothesis, generate
 from .model import Diagnosis, InputInfo
 from .present import to_finding
-from .ranktable import End, RankTable, build_rank_table
+from .ranktable import End, RankTable, build_rank_table, fingerprint_key
 from .scoring import Weights, default_weights, posterior
 
 if TYPE_CHECKING:
@@ -99,6 +100,13 @@ class Answer:
     best: Scored  # the entry's most likely (ranks) hypothesis
     ranks: tuple[int, ...]  # () when no rank set holds enough of the entry's probability
     rivals: list[Scored]  # the entry's other rank hypotheses, best first
+    rank_p: float = 1.0  # share of the entry's probability on the named rank set (1 when none is named)
+
+    @property
+    def confidence(self) -> float:
+        """Probability that the whole answer is right: its class, and where it started
+        when it names a rank. The verdict threshold applies to this."""
+        return self.class_p * self.rank_p
 
 
 def answers(w: Weighing, weights: Weights) -> list[Answer]:
@@ -122,8 +130,9 @@ def answers(w: Weighing, weights: Weights) -> list[Answer]:
         ranks, p_ranks = max(by_ranks.items(), key=lambda kv: (kv[1], -len(kv[0]), tuple(-r for r in kv[0])))
         if entry_p <= 0 or p_ranks / entry_p < weights.rank_share:
             ranks = ()
+        rank_p = p_ranks / entry_p if ranks and entry_p > 0 else 1.0
         best = next((s for s in items if s.hyp.ranks == ranks), items[0])
-        out.append(Answer(entry_p, class_p[best.hyp.entry.class_], best, ranks, [s for s in items if s is not best]))
+        out.append(Answer(entry_p, class_p[best.hyp.entry.class_], best, ranks, [s for s in items if s is not best], rank_p))
     out.sort(key=lambda a: (-a.class_p, -a.entry_p, a.best.hyp.entry.id))
     return out
 
@@ -139,7 +148,7 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, 
         return Diagnosis("no-failure-found", [], count, seen, inputs, warnings, table=w.table, weighing=w)
     ranked = answers(w, weights)
     findings = [to_finding(kb, a, w, weights) for a in ranked[:MAX_FINDINGS]]
-    verdict = "diagnosed" if ranked and ranked[0].class_p >= weights.threshold else "inconclusive"
+    verdict = "diagnosed" if ranked and ranked[0].confidence >= weights.threshold else "inconclusive"
     return Diagnosis(verdict, findings, count, seen, inputs, warnings, table=w.table, weighing=w)
 
 
@@ -154,6 +163,6 @@ def _shows_failure(att: Attributed, table: RankTable, fr: "FRReport | None") -> 
     if any(rw.end in (End.own_death, End.died_waiting) for rw in table.rows.values()):
         return True
     # TORCH_DISTRIBUTED_DEBUG=DETAIL fingerprints: ranks last entered different collectives
-    if len({(e.captures.get("op"), e.captures.get("seq"), e.captures.get("value")) for e in table.fingerprints.values()}) > 1:
+    if len({fingerprint_key(e) for e in table.fingerprints.values()}) > 1:
         return True
     return fr is not None and fr.verdict in ("mismatch", "hang")

@@ -21,7 +21,9 @@ from ..kb.loader import KnowledgeBase
 from .attribution import ACTIVITY, FATAL, TRACE
 from .hypotheses import MISMATCH_CLASSES, Hypothesis, Kind, named_by_peers
 from .collectives import minority
-from .ranktable import FR_HANG, FR_MISMATCH, NUMERIC_CLASS, End, RankRow, RankTable, order, same_clock
+from .ranktable import (
+    FR_HANG, FR_MISMATCH, NUMERIC_CLASS, End, RankRow, RankTable, fingerprint_key, fingerprints_ahead, order, same_clock,
+)
 
 # name -> what it means (the order is the order of the weight vector)
 FEATURES: dict[str, str] = {
@@ -69,6 +71,7 @@ FEATURES: dict[str, str] = {
     "claim_minority": "the claimed rank's watchdog report is the odd one out (different collective, SeqNum or counters)",
     "claim_absent": "every other rank reports the same timed-out collective and the claimed rank never does",
     "claim_fingerprint": "the claimed rank's last collective fingerprint (DETAIL) differs from the majority's",
+    "claim_fingerprint_ahead": "the claimed rank's last collective fingerprint has a higher sequence number than every other rank's",
     "claim_named": "mismatch messages name the claimed rank as the other side",
     "claim_smaller_side": "the ranks that report a mismatch and those that do not are split unevenly, and the claim is the smaller side",
     "claim_reporter_only": "the claimed rank's own failure is only its report of a collective mismatch (either side of a mismatch can be the one to report it)",
@@ -130,7 +133,7 @@ def context(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Context
     for rw in table.rows.values():
         for r in rw.accuses:
             accusations[r] = accusations.get(r, 0) + 1
-    fp = {r: (e.captures.get("op"), e.captures.get("value")) for r, e in table.fingerprints.items()}
+    fp = {r: fingerprint_key(e) for r, e in table.fingerprints.items()}
     odd, clear = minority(fp) if len(set(fp.values())) > 1 else ([], False)
     return Context(
         kb, table, by_entry, failed, waiting, quiet, late, _behind(table), _numeric_first(table),
@@ -231,6 +234,7 @@ def _claim(h: Hypothesis, cx: Context, causes: list[Event], evs: list[Event]) ->
     if coll and coll.kind == "absent":
         f["claim_absent"] = float(ranks <= set(coll.culprits))
     f["claim_fingerprint"] = float(bool(cx.fingerprint_odd) and ranks <= cx.fingerprint_odd)
+    f["claim_fingerprint_ahead"] = float(ranks <= fingerprints_ahead(table))
     total_named = sum(cx.named.values())
     if total_named:
         f["claim_named"] = sum(cx.named.get(r, 0) for r in ranks) / total_named
@@ -366,7 +370,7 @@ def _findings(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> dict[
     desync = 0.0
     if coll and coll.kind == "desync":
         desync = max(desync, coll.strength)
-    if len({(e.captures.get("op"), e.captures.get("value")) for e in table.fingerprints.values()}) > 1:
+    if len({fingerprint_key(e) for e in table.fingerprints.values()}) > 1:
         desync = max(desync, 0.7)
     if table.fr is not None and any(f.kind in FR_MISMATCH for f in table.fr.findings):
         desync = max(desync, 0.9)

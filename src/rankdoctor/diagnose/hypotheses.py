@@ -18,7 +18,7 @@ from ..kb.loader import KnowledgeBase
 from ..kb.model import Entry
 from .attribution import FATAL, TRACE
 from .collectives import minority
-from .ranktable import FR_HANG, FR_MISMATCH, RankTable
+from .ranktable import FR_HANG, FR_MISMATCH, RankTable, fingerprint_key, fingerprints_ahead
 
 MAX_SET = 8  # a set of ranks that failed together: at most one node's worth
 # classes whose lines report a disagreement between ranks (any side may print it)
@@ -150,11 +150,12 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
     if coll and coll.kind == "absent":
         straggler |= set(coll.culprits)
         dead |= set(coll.culprits)
-    fp = {r: (e.captures.get("op"), e.captures.get("value")) for r, e in table.fingerprints.items()}
+    fp = {r: fingerprint_key(e) for r, e in table.fingerprints.items()}
     if len(set(fp.values())) > 1:
         culprits, clear = minority(fp)
         if clear:
             desync |= set(culprits)
+        desync |= fingerprints_ahead(table)
     desync_entries = {e.id for e in kb if e.class_ == "collective-desync"}
     for rw in table.rows.values():
         if any(ev.entry in desync_entries for ev in rw.failures):
@@ -211,7 +212,7 @@ def _finding_present(finding: str, table: RankTable, events: list[Event], kb: Kn
             return True
         if coll and coll.kind == "desync":
             return True
-        fp = {(e.captures.get("op"), e.captures.get("value")) for e in table.fingerprints.values()}
+        fp = {fingerprint_key(e) for e in table.fingerprints.values()}
         if len(fp) > 1:
             return True
         return any(e.role == "cause" and kb.get(e.entry).class_ == "collective-desync" for e in events if e.entry)

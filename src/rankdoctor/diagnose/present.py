@@ -44,7 +44,7 @@ def to_finding(kb, a: "Answer", w: "Weighing", weights: "Weights") -> Finding:
         entry=entry.id,
         klass=entry.class_,
         title=entry.title,
-        confidence=round(a.entry_p, 2),
+        confidence=round(a.confidence, 2),  # class and, when named, rank: what the verdict threshold reads
         initiating_rank=init,
         collateral_ranks=collateral,
         evidence=evidence,
@@ -293,7 +293,7 @@ def _missing(a: "Answer", w: "Weighing", weights: "Weights") -> list[str]:
             f"Run: collect its log (torchrun --log-dir logs --tee 3 ... : logs/*/attempt_0/<local_rank>/stderr.log) "
             f"or, on the live job, py-spy dump --pid <pid of rank {unseen[0]}>"
         )
-    elif a.class_p < weights.threshold or h.kind in (Kind.symptom, Kind.dead_peer) or not a.ranks:
+    elif a.confidence < weights.threshold or h.kind in (Kind.symptom, Kind.dead_peer) or not a.ranks:
         if entry.missing:
             out.append(f"{entry.missing.fact} Run: {entry.missing.command}")
     if not a.ranks and entry.scope.value == "rank":

@@ -100,6 +100,23 @@ class RankTable:
         return {r for r, row in self.rows.items() if row.own_failure}
 
 
+def fingerprint_key(e: Event) -> tuple:
+    """What a rank's last DETAIL collective fingerprint says: sequence number, op, shape."""
+    return (e.cap_int("seq"), e.captures.get("op"), e.captures.get("value"))
+
+
+def fingerprints_ahead(table: "RankTable") -> set[int]:
+    """The rank(s), at most half of those reporting, whose last fingerprint has a higher
+    sequence number than every other rank's: they entered collectives the others never
+    did (with two ranks, the one ahead)."""
+    seqs = {r: e.cap_int("seq") for r, e in table.fingerprints.items() if e.cap_int("seq") is not None}
+    if len(set(seqs.values())) < 2:
+        return set()
+    top = max(seqs.values())
+    ahead = {r for r, q in seqs.items() if q == top}
+    return ahead if 2 * len(ahead) <= len(seqs) else set()  # a few ahead of the rest, not the rest ahead of a few
+
+
 def order(a: Event | None, b: Event | None) -> int | None:
     """-1 if ``a`` happened before ``b``, 1 if after, 0 if together, None if the logs
     cannot tell: timestamps of one clock decide; without them, the line order of one
