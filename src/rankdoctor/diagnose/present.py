@@ -4,6 +4,8 @@ missing, and the reasoning (``-v``)."""
 
 from __future__ import annotations
 
+import math
+
 from typing import TYPE_CHECKING
 
 from ..events import Event
@@ -44,7 +46,9 @@ def to_finding(kb, a: "Answer", w: "Weighing", weights: "Weights") -> Finding:
         entry=entry.id,
         klass=entry.class_,
         title=entry.title,
-        confidence=round(a.confidence, 2),  # class and, when named, rank: what the verdict threshold reads
+        # class and, when named, rank: what the verdict threshold reads (rounded down, so a
+        # shown 0.80 is never an answer that fell short of a 0.80 threshold)
+        confidence=math.floor(a.confidence * 100 + 1e-9) / 100,
         initiating_rank=init,
         collateral_ranks=collateral,
         evidence=evidence,
