@@ -119,8 +119,9 @@ def read_label(case: Path) -> dict:
             ranks = sorted(r for r in ranks if isinstance(r, int)) if isinstance(ranks, list) else []
             if ranks and not isinstance(rank, int):
                 rank = ranks[0]
+            _, conf = _find(data, ("label_confidence",))
             return {"class": klass or "none", "rank": rank if isinstance(rank, int) else None, "also": list(also or []),
-                    "ranks": ranks if len(ranks) > 1 else []}
+                    "ranks": ranks if len(ranks) > 1 else [], "confidence": conf}
     raise FileNotFoundError(case)
 
 

@@ -53,6 +53,12 @@ class Case:
     right: list[bool]  # per hypothesis of w.scored
 
     @property
+    def weight(self) -> float:
+        """How much the case counts in the fit: a label its collector marked low-confidence
+        (the thread did not settle the cause) counts half."""
+        return 0.5 if str(self.label.get("confidence") or "").lower() == "low" else 1.0
+
+    @property
     def name(self) -> str:
         return f"{self.path.parent.name}/{self.path.name}"
 
@@ -103,7 +109,7 @@ def _matrices(cases: list[Case]):
             continue  # nothing to weigh: the run looks healthy
         X = np.array([[s.features[k] for k in NAMES] for s in c.w.scored], dtype=float).reshape(-1, len(NAMES))
         y = np.array(c.right, dtype=bool)
-        groups.append((X, y))
+        groups.append((X, y, c.weight))
     return groups
 
 
@@ -114,7 +120,7 @@ def _loss(theta, groups, lam):
     loss = 0.5 * lam * float(w @ w)
     grad = np.zeros_like(theta)
     grad[:-1] = lam * w
-    for X, y in groups:
+    for X, y, cw in groups:
         s = X @ w if len(X) else np.zeros(0)
         allv = np.concatenate(([b], s))
         top = allv.max()
@@ -123,16 +129,16 @@ def _loss(theta, groups, lam):
         p = e / z
         if y.any():
             num = e[1:][y]
-            loss -= math.log(num.sum()) - math.log(z)
+            loss -= cw * (math.log(num.sum()) - math.log(z))
             q = np.zeros_like(p)
             q[1:][y] = num / num.sum()
         else:
-            loss -= math.log(e[0]) - math.log(z)
+            loss -= cw * (math.log(e[0]) - math.log(z))
             q = np.zeros_like(p)
             q[0] = 1.0
         d = p - q
-        grad[:-1] += d[1:] @ X if len(X) else 0.0
-        grad[-1] += d[0]
+        grad[:-1] += cw * (d[1:] @ X) if len(X) else 0.0
+        grad[-1] += cw * d[0]
     return loss, grad
 
 
