@@ -263,7 +263,7 @@ def _analyze_pg(pg: str, by_rank: dict[int, list[Op]], dumps: list[Dump], report
             continue
         shapes = {r: op.shape for r, op in per.items()}
         if len(set(shapes.values())) > 1:
-            report.findings.append(_mismatch(pg, seq, per))
+            report.findings.append(_mismatch(pg, seq, per, by_rank))
             return
         sites = {r: op.call_site for r, op in per.items() if op.call_site}
         if len(set(sites.values())) > 1 and _minority(sites):
@@ -332,7 +332,19 @@ def _analyze_pg(pg: str, by_rank: dict[int, list[Op]], dumps: list[Dump], report
         )
 
 
-def _mismatch(pg: str, seq: int, per: dict[int, Op]) -> Finding:
+def _unique_sites(pg: str, per: dict[int, Op], by_rank: dict[int, list[Op]]) -> list[int]:
+    """With no majority (two ranks, equal camps): the ranks whose pending call site never
+    occurs in any other rank's history. Their collective is one the others never issue
+    (an extra, rank-conditional collective); the others' site is ordinary code."""
+    history = {r: {o.call_site for o in ops if o.pg == pg and o.call_site} for r, ops in by_rank.items()}
+    odd = [
+        r for r, op in per.items()
+        if op.call_site and not any(op.call_site in sites for q, sites in history.items() if q != r)
+    ]
+    return sorted(odd) if odd and len(odd) < len(per) else []
+
+
+def _mismatch(pg: str, seq: int, per: dict[int, Op], by_rank: dict[int, list[Op]] | None = None) -> Finding:
     names = {r: op.name for r, op in per.items()}
     sizes = {r: (op.in_sizes, op.out_sizes) for r, op in per.items()}
     dtypes = {r: op.in_dtypes for r, op in per.items()}
@@ -348,6 +360,10 @@ def _mismatch(pg: str, seq: int, per: dict[int, Op]) -> Finding:
         widths = {_DTYPE_BYTES.get(str(_parse(op.in_dtypes)[0]) if isinstance(_parse(op.in_dtypes), list) and _parse(op.in_dtypes) else "", 0) for op in per.values()}
         if len(widths) == 1 and 0 not in widths:
             detail += " — the dtypes have the same size, so the collective runs without an error and silently mixes bit patterns"
+    if not culprits and by_rank is not None and (odd := _unique_sites(pg, per, by_rank)):
+        culprits = odd
+        who = f"rank {odd[0]} runs" if len(odd) == 1 else f"ranks {', '.join(map(str, odd))} run"
+        detail += f" — {who} a collective from a line no other rank ever reached: an extra collective"
     if not culprits:
         detail += " (two equal camps: the dumps do not say which side deviated)"
     op = per[culprits[0]].name if culprits else next(iter(per.values())).name
