@@ -218,7 +218,26 @@ def expand_inputs(paths: list[str], stdin: BinaryIO | None = None) -> list[Sourc
         if not path.is_file():
             raise InputError(f"{given}: not a regular file")
         sources.extend(_file_sources(path, given))
-    return sources
+    return [_unwrapped(s) for s in sources]
+
+
+def _unwrapped(src: Source) -> Source:
+    """A small input that was hard-wrapped by a terminal or a paste, re-joined (unwrap.py)."""
+    from .unwrap import MAX_BYTES, unwrap
+
+    if src.size is None or src.size > MAX_BYTES or src.size == 0:
+        return src
+    try:
+        with src.opener() as f:
+            data = f.read(MAX_BYTES + 1)
+    except (OSError, EOFError, ValueError):
+        return src  # the scan reports what is wrong with it
+    done = unwrap(data)
+    if done is None:
+        return src
+    text, n = done
+    note = f"{src.name}: {n} hard-wrapped line(s) re-joined (the continuation lines are left empty)"
+    return Source(src.name, lambda: io.BytesIO(text), len(text), [*src.warnings, note])
 
 
 def _stdin_source(stream: BinaryIO) -> Source:

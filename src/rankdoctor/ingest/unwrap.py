@@ -1,0 +1,63 @@
+"""Logs pasted from a terminal or an issue thread are often hard-wrapped: every line cut at
+the same width, the rest of it on the next line ("...WorkNCCL(SeqNum=4, OpType=BROADCAST,
+NumelIn=112, Numel" / "Out=112, Timeout(ms)=1800000) ran for ..."). No signature can match
+a message cut in two. A small input whose lines are mostly of one width is re-joined: a
+line that fills the width exactly and is cut inside a word or number continues on the next
+line, unless
+the next line starts a record of its own (indentation, a rank prefix, a timestamp, a glog
+header, a traceback frame): fixed-width tables such as Megatron's iteration lines stay as
+they are. The continuation's content moves up and its line is left empty, so line
+numbers still point at the physical lines of the file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+MAX_BYTES = 4 * 1024 * 1024  # only pastes and small logs; big files are written by programs, not terminals
+MIN_WIDTH = 60
+# a line that begins a record of its own is never a continuation
+_NEW_RECORD = re.compile(
+    rb"^(?:\s|[=*#~-]{5}|(?:[\w.]*\.)?[A-Z]\w*(?:Error|Exception|Warning|Interrupt)\b|(?:WARNING|INFO|ERROR|DEBUG|CRITICAL|FATAL)\b|\d+\s|\[|\(|\d{4}-\d\d-\d\d|[IWEFD]\d{4} |\d+: |[\w.-]+:\d+:\d+ \[|Traceback|File \"|frame #|[A-Z][a-z]{2} [A-Z][a-z]{2} +\d)"
+)
+
+
+def _mid_token(line: bytes, nxt: bytes) -> bool:
+    """The cut falls inside a word or number ("Numel" / "Out=112", "NumelOut=5" / "164000,"):
+    a line that ends with a whole word, a separator or padding was not cut."""
+    return bool(line) and bool(nxt) and line[-1:].isalnum() and nxt[:1].isalnum()
+
+
+def unwrap(data: bytes) -> tuple[bytes, int] | None:
+    """The re-joined text and how many lines were joined, or None when the text does not
+    look hard-wrapped."""
+    if len(data) > MAX_BYTES or b"\n" not in data:
+        return None
+    lines = data.split(b"\n")
+    widths = [len(x.rstrip(b"\r")) for x in lines]
+    long = [w for w in widths if w >= MIN_WIDTH]
+    if len(long) < 3:
+        return None
+    width, count = Counter(long).most_common(1)[0]
+    if count < 3 or count < 0.3 * len(long):
+        return None
+    out = [x.rstrip(b"\r") for x in lines]
+    joined = 0
+    i = 0
+    while i < len(out) - 1:
+        head = i
+        while (
+            i < len(out) - 1
+            and len(lines[i].rstrip(b"\r")) == width
+            and _mid_token(lines[i].rstrip(b"\r"), out[i + 1])
+            and not _NEW_RECORD.match(out[i + 1])
+        ):
+            out[head] = out[head] + out[i + 1].rstrip(b" ")
+            out[i + 1] = b""
+            joined += 1
+            i += 1
+        i += 1
+    if not joined:
+        return None
+    return b"\n".join(out), joined
