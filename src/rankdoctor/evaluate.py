@@ -355,11 +355,18 @@ def _print_calibration() -> None:
           f"confident wrong {cv['confident_wrong']}/{cv['failed_runs']}")
     rows = cv.get("reliability") or []
     if rows:
-        print(f"{'confidence':>11s} {'runs':>5s} {'mean conf':>10s} {'class right':>12s}")
-        for r in rows:
-            mc = "-" if r["mean_confidence"] is None else f"{r['mean_confidence']:.2f}"
-            cr = "-" if r["class_right"] is None else f"{r['class_right']:.0%}"
-            print(f"{r['bin']:>11s} {r['runs']:5d} {mc:>10s} {cr:>12s}")
+        print(reliability_text(rows))
+
+
+def reliability_text(rows: list[dict]) -> str:
+    """Confidence bins against how often the class was right (rows as ``rankdoctor.fit``
+    records them in weights.json)."""
+    out = [f"{'confidence':>11s} {'runs':>5s} {'mean conf':>10s} {'class right':>12s}"]
+    for r in rows:
+        mc = "-" if r["mean_confidence"] is None else f"{r['mean_confidence']:.2f}"
+        cr = "-" if r["class_right"] is None else f"{r['class_right']:.0%}"
+        out.append(f"{r['bin']:>11s} {r['runs']:5d} {mc:>10s} {cr:>12s}")
+    return "\n".join(out)
 
 
 if __name__ == "__main__":

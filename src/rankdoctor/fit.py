@@ -33,7 +33,7 @@ from pathlib import Path
 from .diagnose.engine import Weighing, answers, rescore
 from .diagnose.features import FEATURES
 from .diagnose.scoring import SCHEMA, Weights, default_weights, weights_from_json
-from .evaluate import find_scenarios, read_label, weigh_case
+from .evaluate import find_scenarios, read_label, reliability_text, weigh_case
 from .kb.loader import load_kb
 from .scan import Scanner
 
@@ -268,15 +268,6 @@ def summary(preds: list[Prediction], threshold: float) -> dict:
         "healthy_runs": len(healthy),
         "healthy_called_failed": sum(not p.class_ok for p in healthy),
     }
-
-
-def reliability_text(rows: list[dict]) -> str:
-    out = [f"{'confidence':>11s} {'runs':>5s} {'mean conf':>10s} {'class right':>12s}"]
-    for r in rows:
-        mc = "-" if r["mean_confidence"] is None else f"{r['mean_confidence']:.2f}"
-        cr = "-" if r["class_right"] is None else f"{r['class_right']:.0%}"
-        out.append(f"{r['bin']:>11s} {r['runs']:5d} {mc:>10s} {cr:>12s}")
-    return "\n".join(out)
 
 
 def corpus_digest(cases: list[Case]) -> str:

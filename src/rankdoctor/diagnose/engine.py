@@ -29,7 +29,7 @@ from .frcandidates import fr_events
 from .hypotheses import Hypothesis, generate
 from .model import Diagnosis, InputInfo
 from .present import to_finding
-from .ranktable import End, RankTable, build_rank_table, fingerprint_key
+from .ranktable import End, RankTable, build_rank_table, fingerprints_differ
 from .scoring import Weights, default_weights, posterior
 
 if TYPE_CHECKING:
@@ -72,11 +72,7 @@ def weigh(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, wei
         return Weighing(att, table, None, [], 1.0, False)
     cx = context(kb, table, att.events)
     hyps = generate(kb, table, att.events)
-    feats = [featurize(h, cx) for h in hyps]
-    scores = [weights.score(f) for f in feats]
-    ps, null_p = posterior(scores, weights.null)
-    scored = [Scored(h, f, s, p) for h, f, s, p in zip(hyps, feats, scores, ps)]
-    scored.sort(key=lambda x: (-x.p, x.hyp.entry.id, len(x.hyp.ranks), x.hyp.ranks))
+    scored, null_p = _score([(h, featurize(h, cx)) for h in hyps], weights)
     return Weighing(att, table, cx, scored, null_p, True)
 
 
@@ -84,11 +80,17 @@ def rescore(w: Weighing, weights: Weights) -> Weighing:
     """The same hypotheses and features weighed with other weights (fitting, cross-validation)."""
     if not w.scored:
         return w
-    scores = [weights.score(s.features) for s in w.scored]
-    ps, null_p = posterior(scores, weights.null)
-    scored = [Scored(s.hyp, s.features, sc, p) for s, sc, p in zip(w.scored, scores, ps)]
-    scored.sort(key=lambda x: (-x.p, x.hyp.entry.id, len(x.hyp.ranks), x.hyp.ranks))
+    scored, null_p = _score([(s.hyp, s.features) for s in w.scored], weights)
     return Weighing(w.att, w.table, w.cx, scored, null_p, w.failed)
+
+
+def _score(described: list[tuple[Hypothesis, dict[str, float]]], weights: Weights) -> tuple[list[Scored], float]:
+    """Every hypothesis's score and probability, best first, and the "none of these" share."""
+    scores = [weights.score(f) for _, f in described]
+    ps, null_p = posterior(scores, weights.null)
+    scored = [Scored(h, f, sc, p) for (h, f), sc, p in zip(described, scores, ps)]
+    scored.sort(key=lambda x: (-x.p, x.hyp.entry.id, len(x.hyp.ranks), x.hyp.ranks))
+    return scored, null_p
 
 
 @dataclass
@@ -163,6 +165,6 @@ def _shows_failure(att: Attributed, table: RankTable, fr: "FRReport | None") -> 
     if any(rw.end in (End.own_death, End.died_waiting) for rw in table.rows.values()):
         return True
     # TORCH_DISTRIBUTED_DEBUG=DETAIL fingerprints: ranks last entered different collectives
-    if len({fingerprint_key(e) for e in table.fingerprints.values()}) > 1:
+    if fingerprints_differ(table):
         return True
     return fr is not None and fr.verdict in ("mismatch", "hang")

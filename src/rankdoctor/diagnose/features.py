@@ -19,10 +19,9 @@ from dataclasses import dataclass
 from ..events import Event
 from ..kb.loader import KnowledgeBase
 from .attribution import ACTIVITY, FATAL, TRACE
-from .hypotheses import MISMATCH_CLASSES, Hypothesis, Kind, named_by_peers
-from .collectives import minority
+from .hypotheses import MISMATCH_CLASSES, Hypothesis, Kind, desync_strength, named_by_peers
 from .ranktable import (
-    FR_HANG, FR_MISMATCH, NUMERIC_CLASS, End, RankRow, RankTable, fingerprint_key, fingerprints_ahead, order, same_clock,
+    FR_HANG, FR_MISMATCH, NUMERIC_CLASS, End, RankRow, RankTable, fingerprint_minority, fingerprints_ahead, order, same_clock,
 )
 
 # name -> what it means (the order is the order of the weight vector)
@@ -133,11 +132,9 @@ def context(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Context
     for rw in table.rows.values():
         for r in rw.accuses:
             accusations[r] = accusations.get(r, 0) + 1
-    fp = {r: fingerprint_key(e) for r, e in table.fingerprints.items()}
-    odd, clear = minority(fp) if len(set(fp.values())) > 1 else ([], False)
     return Context(
         kb, table, by_entry, failed, waiting, quiet, late, _behind(table), _numeric_first(table),
-        accusations, named_by_peers(events), set(odd) if clear else set(), _findings(kb, table, events),
+        accusations, named_by_peers(events), fingerprint_minority(table), _findings(kb, table, events),
         timeout_seconds(table), frozenset(e.id for e in kb if e.class_ == "collective-desync"),
     )
 
@@ -153,7 +150,7 @@ def primary_failure(rw: RankRow) -> Event | None:
 
 
 def featurize(h: Hypothesis, cx: Context) -> dict[str, float]:
-    kb, table = cx.kb, cx.table
+    kb = cx.kb
     entry = h.entry
     evs = cx.by_entry.get(entry.id, [])
     causes = [e for e in evs if e.role == "cause"]
@@ -367,15 +364,7 @@ def _numeric_first(table: RankTable) -> int | None:
 
 def _findings(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> dict[str, float]:
     coll = table.coll
-    desync = 0.0
-    if coll and coll.kind == "desync":
-        desync = max(desync, coll.strength)
-    if len({fingerprint_key(e) for e in table.fingerprints.values()}) > 1:
-        desync = max(desync, 0.7)
-    if table.fr is not None and any(f.kind in FR_MISMATCH for f in table.fr.findings):
-        desync = max(desync, 0.9)
-    if any(e.role == "cause" and e.entry and kb.get(e.entry).class_ == "collective-desync" for e in events):
-        desync = max(desync, 0.8)
+    desync = desync_strength(kb, table, events)
     absent = float(bool(coll and coll.kind == "absent"))
     lost = float(any(rw.accuses for rw in table.rows.values()) or any(
         e.role == "symptom" and e.entry and "dead-peer" in {x.value for x in kb.get(e.entry).explains} for e in events))

@@ -17,8 +17,7 @@ from ..events import Event
 from ..kb.loader import KnowledgeBase
 from ..kb.model import Entry
 from .attribution import FATAL, TRACE
-from .collectives import minority
-from .ranktable import FR_HANG, FR_MISMATCH, RankTable, fingerprint_key, fingerprints_ahead
+from .ranktable import FR_HANG, FR_MISMATCH, RankTable, fingerprint_minority, fingerprints_ahead, fingerprints_differ
 
 MAX_SET = 8  # a set of ranks that failed together: at most one node's worth
 # classes whose lines report a disagreement between ranks (any side may print it)
@@ -150,12 +149,8 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
     if coll and coll.kind == "absent":
         straggler |= set(coll.culprits)
         dead |= set(coll.culprits)
-    fp = {r: fingerprint_key(e) for r, e in table.fingerprints.items()}
-    if len(set(fp.values())) > 1:
-        culprits, clear = minority(fp)
-        if clear:
-            desync |= set(culprits)
-        desync |= fingerprints_ahead(table)
+    if fingerprints_differ(table):
+        desync |= fingerprint_minority(table) | fingerprints_ahead(table)
     desync_entries = {e.id for e in kb if e.class_ == "collective-desync"}
     for rw in table.rows.values():
         if any(ev.entry in desync_entries for ev in rw.failures):
@@ -203,19 +198,28 @@ def named_by_peers(events: list[Event]) -> dict[int, int]:
     return votes
 
 
+def desync_strength(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> float:
+    """How clearly the ranks are in different collectives (0: no sign of it): the watchdog
+    reports, the DETAIL fingerprints, the Flight Recorder dumps, a desync entry's line."""
+    coll = table.coll
+    desync = 0.0
+    if coll and coll.kind == "desync":
+        desync = max(desync, coll.strength)
+    if fingerprints_differ(table):
+        desync = max(desync, 0.7)
+    if table.fr is not None and any(f.kind in FR_MISMATCH for f in table.fr.findings):
+        desync = max(desync, 0.9)
+    if any(e.role == "cause" and e.entry and kb.get(e.entry).class_ == "collective-desync" for e in events):
+        desync = max(desync, 0.8)
+    return desync
+
+
 def _finding_present(finding: str, table: RankTable, events: list[Event], kb: KnowledgeBase) -> bool:
     """A finding can hold with no rank singled out (two equal camps, an unranked line)."""
     coll = table.coll
     fr_kinds = {f.kind for f in table.fr.findings} if table.fr is not None else set()
     if finding == "desync":
-        if fr_kinds & FR_MISMATCH:
-            return True
-        if coll and coll.kind == "desync":
-            return True
-        fp = {fingerprint_key(e) for e in table.fingerprints.values()}
-        if len(fp) > 1:
-            return True
-        return any(e.role == "cause" and kb.get(e.entry).class_ == "collective-desync" for e in events if e.entry)
+        return desync_strength(kb, table, events) > 0
     if finding == "straggler":
         return bool(fr_kinds & FR_HANG) or bool(coll and coll.kind in ("absent", "uniform"))
     return any(rw.accuses for rw in table.rows.values())

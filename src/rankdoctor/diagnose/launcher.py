@@ -10,7 +10,7 @@ from __future__ import annotations
 import signal
 from dataclasses import dataclass, field
 
-from ..events import Event, Fact
+from ..events import Fact
 
 _BLOCK_SPAN = 8  # lines from "[i]:" to "traceback :"
 

@@ -13,7 +13,7 @@ from ..ingest.prefix import parse_prefix
 from .attribution import ACTIVITY, FATAL, TAIL, TRACE
 from .collectives import compress_ranks, ranks_phrase
 from .common import MAX_EVIDENCE, PREFIX_MASK, event_key, fingerprint
-from .features import FEATURES, primary_failure
+from .features import FEATURES, MIN_GAP, primary_failure
 from .hypotheses import Kind
 from .model import Evidence, Finding
 from .ranktable import End
@@ -78,7 +78,7 @@ def _evidence(a: "Answer", w: "Weighing") -> list[Evidence]:
         first = primary_failure(rw)
         picked += [first] if first else []
         picked += [e for e in rw.failures if e.role == TRACE][:1]
-        if rw.last_active is not None and (w.cx and (w.cx.quiet.get(r, 0) > 2 or w.cx.late.get(r, 0) > 2)):
+        if rw.last_active is not None and (w.cx and (w.cx.quiet.get(r, 0) > MIN_GAP or w.cx.late.get(r, 0) > MIN_GAP)):
             picked.append(rw.last_active)
     entry_lines = [e for e in events if e.entry == h.entry.id]
     entry_lines.sort(key=lambda e: (0 if e.rank in ranks else 1, event_key(e)))
@@ -154,7 +154,7 @@ def _who(ranks: tuple[int, ...], table) -> str:
 
 def _root_cause(a: "Answer", w: "Weighing", collateral: list[int]) -> str:
     h = a.best.hyp
-    table, cx = w.table, w.cx
+    table = w.table
     ranks = a.ranks
     who = _who(ranks, table)
     Who = who[0].upper() + who[1:]
@@ -220,10 +220,10 @@ def _straggler_sentence(ranks: tuple[int, ...], w: "Weighing") -> str:
         quiet, late = cx.quiet.get(r, 0.0), cx.late.get(r, 0.0)
         last = rw.last_active or rw.last_seen
         when = f" at {_clock(last)} ({_line_ref(last)})" if last is not None and last.time else ""
-        if quiet > 2:
+        if quiet > MIN_GAP:
             tail = f" while {ranks_phrase(waiting)} waited{at}" if waiting else ""
             return f"{Who} went silent{when}, {quiet:.0f} s before the others{tail}; it printed no error of its own."
-        if late > 2:
+        if late > MIN_GAP:
             tail = f" after {ranks_phrase(waiting)} had stopped to wait{at}" if waiting else " after the others stopped"
             return f"{Who} was still working {late:.0f} s{tail}."
         if coll and coll.kind == "absent" and set(ranks) <= set(coll.culprits):
@@ -278,7 +278,7 @@ def _missing(a: "Answer", w: "Weighing", weights: "Weights") -> list[str]:
     entry = h.entry
     table = w.table
     out: list[str] = []
-    quiet = [r for r in a.ranks if r in table.rows and w.cx is not None and w.cx.quiet.get(r, 0.0) >= 2]
+    quiet = [r for r in a.ranks if r in table.rows and w.cx is not None and w.cx.quiet.get(r, 0.0) >= MIN_GAP]
     if quiet and h.kind in (Kind.straggler, Kind.dead_peer):
         # its log is here and just stops: what it was doing then is the one missing fact
         rw = table.row(quiet[0])
@@ -331,6 +331,15 @@ def _missing(a: "Answer", w: "Weighing", weights: "Weights") -> list[str]:
 # -- the reasoning ---------------------------------------------------------------------------------
 
 
+# features whose sentence needs nothing but the rank's name, in the order they are said
+_PLAIN_NOTES = (
+    ("claim_fr_mismatch", "the Flight Recorder dumps show {who}'s collectives differ from the others'"),
+    ("claim_fr_behind", "the Flight Recorder dumps show {who} behind the others"),
+    ("claim_numeric_first", "{who} printed NaN/inf before any other rank"),
+    ("claim_named", "mismatch messages name {who} as the other side"),
+)
+
+
 def _notes(a: "Answer", w: "Weighing") -> list[str]:
     """Sentences for the features that carried the answer (text view, ``-v``)."""
     f = a.best.features
@@ -357,18 +366,11 @@ def _notes(a: "Answer", w: "Weighing") -> list[str]:
         out.append(f"{who}'s collective differs from the majority's")
     if f.get("claim_absent"):
         out.append(f"every other rank reports the timed-out collective; {who} never does")
-    if cx is not None and cx.quiet.get(ranks[0], 0) > 2:
+    if cx is not None and cx.quiet.get(ranks[0], 0) > MIN_GAP:
         out.append(f"{who} went silent {cx.quiet[ranks[0]]:.0f} s before the others")
-    if cx is not None and cx.late.get(ranks[0], 0) > 2:
+    if cx is not None and cx.late.get(ranks[0], 0) > MIN_GAP:
         out.append(f"{who} kept working {cx.late[ranks[0]]:.0f} s after the others stopped")
-    if f.get("claim_fr_mismatch"):
-        out.append(f"the Flight Recorder dumps show {who}'s collectives differ from the others'")
-    if f.get("claim_fr_behind"):
-        out.append(f"the Flight Recorder dumps show {who} behind the others")
-    if f.get("claim_numeric_first"):
-        out.append(f"{who} printed NaN/inf before any other rank")
-    if f.get("claim_named"):
-        out.append(f"mismatch messages name {who} as the other side")
+    out += [text.format(who=who) for name, text in _PLAIN_NOTES if f.get(name)]
     if f.get("others_waiting"):
         out.append(f"{f['others_waiting']:.0%} of the other ranks report waiting for or losing a peer")
     return out

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ..events import Event
 from ..kb.loader import KnowledgeBase
 from .attribution import ACTIVITY, FATAL, TAIL, TRACE, Attributed
-from .collectives import CollectiveFinding, Report, analyse, collect_reports
+from .collectives import CollectiveFinding, Report, analyse, collect_reports, minority
 from .launcher import ExitRecord
 
 if TYPE_CHECKING:
@@ -103,6 +103,19 @@ class RankTable:
 def fingerprint_key(e: Event) -> tuple:
     """What a rank's last DETAIL collective fingerprint says: sequence number, op, shape."""
     return (e.cap_int("seq"), e.captures.get("op"), e.captures.get("value"))
+
+
+def fingerprints_differ(table: "RankTable") -> bool:
+    """The ranks' last DETAIL fingerprints disagree: they last entered different collectives."""
+    return len({fingerprint_key(e) for e in table.fingerprints.values()}) > 1
+
+
+def fingerprint_minority(table: "RankTable") -> set[int]:
+    """The ranks whose last fingerprint differs from a clear majority's (empty without one)."""
+    if not fingerprints_differ(table):
+        return set()
+    odd, clear = minority({r: fingerprint_key(e) for r, e in table.fingerprints.items()})
+    return set(odd) if clear else set()
 
 
 def fingerprints_ahead(table: "RankTable") -> set[int]:
