@@ -202,3 +202,52 @@ def test_newcomer_64_ranks_one_goes_silent(tmp_path):
     assert "Rank 37 went silent at 2026-05-01 10:33:12" in top["root_cause"]
     assert not any("tail -n" in m for m in top["missing"])
     assert 36 in top["collateral_ranks"] and 37 not in top["collateral_ranks"]
+
+
+def test_message_subject_names_the_printing_rank():
+    from rankdoctor.ingest.prefix import parse_prefix, subject_rank
+
+    def subject(line: str):
+        a, at = parse_prefix(line)
+        return subject_rank(line[at:])
+
+    # lab/nan_first_rank.py output (tests/scenarios/lab-matrix/nan-first-rank-w3-r2-notee/console.log)
+    assert subject("2026-12-02 00:16:18,306 WARNING train: rank 2 step 6: loss is inf (overflow), continuing") == 2
+    # ../shared/corpus/real/comms2-10-desync-fsdp-t5-rank0-reduce-vs-allgather/log.txt
+    assert subject("[E ProcessGroupNCCL.cpp:737] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3742816, OpType=REDUCE, Timeout(ms)=1800000)") == 0
+    # a mismatch report and torchrun's failure summary name other ranks, not the printer
+    assert subject("Rank 0 is running collective: CollectiveFingerPrint(SequenceNumber=3, OpType=BROADCAST)") is None
+    assert subject("  rank      : 1 (local_rank: 1)") is None
+    assert subject("2026-12-02 00:16:18,410 ERROR train: Loss is nan, stopping training") is None
+
+
+def test_unprefixed_console_names_the_first_rank_to_overflow(kb):
+    case = SCENARIOS / "lab-matrix" / "nan-first-rank-w3-r2-notee" / "console.log"
+    d = diagnose(kb, scan_text(kb, case.read_bytes()))
+    top = d.diagnoses[0]
+    assert (top.klass, top.initiating_rank) == ("nan-divergence", 2)
+
+
+def test_two_ranks_survivor_of_a_peer_that_finished_issued_the_extra_collective(kb):
+    # rank 1 ran all its steps and exited; rank 0, two steps behind, was left in an
+    # all_reduce rank 1 never issued: "Connection closed by peer" is not a crash of rank 1
+    case = SCENARIOS / "lab-matrix" / "extra-collective-same-shape-w2-r0"
+    from rankdoctor.diagnose.features import outlived_peers
+    from rankdoctor.evaluate import weigh_case
+    from rankdoctor.scan import Scanner
+
+    w = weigh_case(kb, Scanner(kb), case, use_fr=False)
+    assert w.table.row(0).accuses == {1}  # the two-rank peer of "Connection closed by peer"
+    assert w.table.row(1).progress == 7  # its last step counter, not its last line ("finished")
+    assert outlived_peers(w.table) == ({0}, {1})
+    top = w.scored[0].hyp
+    assert top.entry.class_ == "collective-desync" and top.ranks == (0,)
+
+
+def test_gloo_size_check_in_a_two_rank_job_names_the_other_side(kb):
+    from rankdoctor.diagnose.attribution import attribute
+
+    case = SCENARIOS / "lab-matrix" / "rank-only-collective-large-w2-r0" / "console.log"
+    att = attribute(kb, scan_text(kb, case.read_bytes()))
+    size = [e for e in att.events if e.signature == "gloo-size-mismatch"]
+    assert size and all(e.rank == 1 and e.captures.get("peer_rank") == "0" for e in size)

@@ -18,7 +18,7 @@ import hyperscan
 from .events import Event, Fact, InputStats, ScanResult
 from .facts import FACT_PREFILTER, FACTS
 from .ingest.names import attribution_from_name
-from .ingest.prefix import Attribution, Dialect, clean, parse_prefix, sniff_dialect
+from .ingest.prefix import Attribution, Dialect, clean, parse_prefix, progress_of, sniff_dialect, subject_rank
 from .ingest.sources import CHUNK, Source, iter_chunks, iter_file_chunks, looks_binary
 from .kb import cache
 
@@ -406,18 +406,22 @@ class Scanner:
         first_no = total_lines - len(lines) + 1
         last: dict[tuple, Fact] = {}
         active: dict[tuple, Fact] = {}
+        counted: dict[tuple, Fact] = {}
         in_traceback: set[tuple] = set()
         for i, raw in enumerate(lines):
             text = clean(raw)
             a, at = parse_prefix(text, dialect)
             a = a.merged_over(base)
+            message = text[at:].strip()
             if a.rank is None and a.local_rank is None:
-                continue
+                a.rank = subject_rank(message)
+                if a.rank is None:
+                    continue
+                result.ranks_seen.add(a.rank)
             key = (a.rank, a.local_rank, a.host)
             fact = Fact("tail", name, first_no + i, text[:MAX_TEXT], a.rank, a.local_rank, a.host, a.time, a.ts, {})
             if a.ts is not None:
                 last[key] = fact
-            message = text[at:].strip()
             if message.startswith("Traceback (most recent call last)"):
                 in_traceback.add(key)  # its frames and code lines are not work
                 continue
@@ -427,8 +431,13 @@ class Scanner:
                 continue
             if message and not ERRORISH.search(message):
                 active[key] = Fact("activity", name, first_no + i, text[:MAX_TEXT], a.rank, a.local_rank, a.host, a.time, a.ts, {})
+                if progress_of(message) is not None:
+                    counted[key] = active[key]
         result.tails.extend(last.values())
         result.tails.extend(active.values())
+        # the last line of work with a step counter, when a later line of work has none
+        # ("rank 1 finished"): how far each rank got
+        result.tails.extend(f for k, f in counted.items() if f is not active.get(k))
 
     def _scan_chunk(
         self,
@@ -527,6 +536,8 @@ class Scanner:
                 rank = _int(caps.get("rank"), attr.rank)
                 if rank is None and (rm := _IN_MESSAGE_RANK.search(seg)):
                     rank = int(rm.group(1))
+                if rank is None and attr.local_rank is None:
+                    rank = subject_rank(message)
                 ev = Event(
                     entry=pat.entry,
                     signature=pat.signature,

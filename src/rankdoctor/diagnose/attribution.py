@@ -55,7 +55,28 @@ def attribute(kb: KnowledgeBase, scan: ScanResult) -> Attributed:
     )
     events = _launcher_aborts(events, summary)
     seen, world_size = _world(scan, events, summary)
+    events = _peer_side(kb, events, seen, world_size)
     return Attributed(events, summary, seen, world_size)
+
+
+def _peer_side(kb: KnowledgeBase, events: list[Event], seen: set[int], world_size: int | None) -> list[Event]:
+    """A line about a peer (a signature with ``reports_peer``: what the peer sent, or that
+    it closed the connection) names no rank; in a job of two ranks the peer is the other
+    one, so it gets that rank as the other side (``peer_rank``), as a message that names
+    it would."""
+    world = set(range(world_size)) if world_size else seen
+    if len(world) != 2:
+        return events
+    out = []
+    for ev in events:
+        if ev.rank in world and "peer_rank" not in ev.captures and ev.entry and ev.signature:
+            sig = kb.signature(ev.entry, ev.signature)
+            if sig is not None and sig.reports_peer:
+                ev = ev.copy()
+                ev.captures["peer_rank"] = str(min(world - {ev.rank}))
+                ev.captures["peer_from"] = "two-rank job"
+        out.append(ev)
+    return out
 
 
 def _dedupe(events: list[Event]) -> list[Event]:

@@ -67,9 +67,9 @@ FEATURES: dict[str, str] = {
     "claim_root_exit": "torchrun's 'Root Cause (first observed failure)' names the claimed rank",
     "claim_root_own_death": "torchrun's Root Cause names the claimed rank and it died by itself without having waited for a peer first",
     "claim_accused": "share of the accusations (peers naming the rank they lost) that name the claimed rank",
-    "claim_minority": "the claimed rank's watchdog report is the odd one out (different collective, SeqNum or counters)",
-    "claim_absent": "every other rank reports the same timed-out collective and the claimed rank never does",
-    "claim_fingerprint": "the claimed rank's last collective fingerprint (DETAIL) differs from the majority's",
+    "claim_minority": "the claimed ranks are the ones whose watchdog reports are the odd ones out (different collective, SeqNum or counters), times how clear that is (a partial match counts by overlap)",
+    "claim_absent": "the claimed ranks are the ones that never report the timed-out collective every other rank reports (a partial match counts by overlap)",
+    "claim_fingerprint": "the claimed ranks are the ones whose last collective fingerprint (DETAIL) differs from the majority's (by overlap)",
     "claim_fingerprint_ahead": "the claimed rank's last collective fingerprint has a higher sequence number than every other rank's",
     "claim_named": "mismatch messages name the claimed rank as the other side",
     "claim_smaller_side": "the ranks that report a mismatch and those that do not are split unevenly, and the claim is the smaller side",
@@ -78,7 +78,9 @@ FEATURES: dict[str, str] = {
     "claim_late": "the claimed rank kept working after every other rank had stopped (log of the gap)",
     "claim_behind": "the claimed rank's step counter is behind every other rank's",
     "claim_fr_mismatch": "the Flight Recorder dumps show the claimed rank's collectives differ from the others'",
-    "claim_fr_behind": "the Flight Recorder dumps show the claimed rank behind, stuck or without a dump while the others wait",
+    "claim_fr_behind": "the claimed ranks are the ones the Flight Recorder dumps show behind, stuck or without a dump while the others wait (by overlap)",
+    "claim_outlived": "the claimed rank was left waiting by peers that ended without any failure, launcher stop or silence, having counted more steps: they finished, so it was in a collective they never issued",
+    "claim_left_clean": "the claimed rank ended without any failure, launcher stop or silence, ahead in steps of a rank that lost it (it finished; it did not crash or lag)",
     "claim_numeric_first": "the claimed rank printed NaN/inf/overflow before any other rank",
     "claim_unseen": "the claimed rank printed nothing at all",
     "claim_job_scope": "the entry is job-wide (every rank fails the same way), yet a rank is named",
@@ -117,6 +119,7 @@ class Context:
     fingerprint_odd: set[int]
     finding: dict[str, float]
     timeout: float  # seconds: the collective timeout the ranks waited out, else 600
+    outlived: tuple[set[int], set[int]]  # ranks left waiting by peers that finished; those peers
     desync_entries: frozenset[str]  # entries of the collective-desync class
 
 
@@ -135,7 +138,7 @@ def context(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Context
     return Context(
         kb, table, by_entry, failed, waiting, quiet, late, _behind(table), _numeric_first(table),
         accusations, named_by_peers(events), fingerprint_minority(table), _findings(kb, table, events),
-        timeout_seconds(table), frozenset(e.id for e in kb if e.class_ == "collective-desync"),
+        timeout_seconds(table), outlived_peers(table), frozenset(e.id for e in kb if e.class_ == "collective-desync"),
     )
 
 
@@ -227,10 +230,10 @@ def _claim(h: Hypothesis, cx: Context, causes: list[Event], evs: list[Event]) ->
         f["claim_accused"] = sum(cx.accusations.get(r, 0) for r in ranks) / total_acc
     coll = table.coll
     if coll and coll.kind == "desync" and coll.culprits:
-        f["claim_minority"] = coll.strength if ranks <= set(coll.culprits) else 0.0
+        f["claim_minority"] = coll.strength * _cover(ranks, set(coll.culprits))
     if coll and coll.kind == "absent":
-        f["claim_absent"] = float(ranks <= set(coll.culprits))
-    f["claim_fingerprint"] = float(bool(cx.fingerprint_odd) and ranks <= cx.fingerprint_odd)
+        f["claim_absent"] = _cover(ranks, set(coll.culprits))
+    f["claim_fingerprint"] = _cover(ranks, cx.fingerprint_odd)
     f["claim_fingerprint_ahead"] = float(ranks <= fingerprints_ahead(table))
     total_named = sum(cx.named.values())
     if total_named:
@@ -245,13 +248,17 @@ def _claim(h: Hypothesis, cx: Context, causes: list[Event], evs: list[Event]) ->
             small = reporters if len(reporters) < len(silent) else silent
             f["claim_smaller_side"] = float(ranks == small)
     desync_entries = cx.desync_entries
+    desync_lines = [e for e in causes if e.entry in desync_entries]
     f["claim_reporter_only"] = float(
         h.entry.id in desync_entries
-        and all(r in cx.failed and cx.failed[r].entry in desync_entries for r in ranks)
+        and all(r in cx.failed and _same_block(cx.failed[r], desync_lines) for r in ranks)
         and not f.get("claim_minority") and not f.get("claim_named")
     )
     f["claim_fr_mismatch"] = float(all(rw.fr_kinds & FR_MISMATCH for rw in rows))
-    f["claim_fr_behind"] = float(all(rw.fr_kinds & FR_HANG for rw in rows))
+    f["claim_fr_behind"] = _cover(ranks, {r for r, rw in table.rows.items() if rw.fr_kinds & FR_HANG})
+    outlived, left = cx.outlived
+    f["claim_outlived"] = float(ranks <= outlived)
+    f["claim_left_clean"] = float(ranks <= left)
     f["claim_numeric_first"] = float(cx.numeric_first is not None and cx.numeric_first in ranks)
     f["claim_unseen"] = float(all(r not in table.rows for r in ranks))
     f["claim_job_scope"] = float(h.entry.scope.value == "job")
@@ -272,6 +279,18 @@ def _entry_first(entry_id: str, first: Event | None, evs: list[Event]) -> bool:
         if e.rank == first.rank and e.source == first.source and 0 <= first.line - e.line <= 3:
             return True
     return False
+
+
+def _cover(claimed: set[int], group: set[int]) -> float:
+    """How well the claimed ranks match a group a finding singles out (1: exactly those
+    ranks; half of them, or twice as many: 0.5; none of them: 0)."""
+    return len(claimed & group) / len(claimed | group) if group else 0.0
+
+
+def _same_block(first: Event, lines: list[Event]) -> bool:
+    """The rank's first failure is one of ``lines``, or the abort / traceback block they
+    are in ("terminate called ..." just above its "what(): ..." line)."""
+    return any(e.rank == first.rank and e.source == first.source and abs(e.line - first.line) <= 3 for e in lines)
 
 
 def _weight(kb: KnowledgeBase, ev: Event) -> float:
@@ -336,6 +355,35 @@ def quiet_gaps(table: RankTable) -> tuple[dict[int, float], dict[int, float]]:
     return quiet, late
 
 
+def outlived_peers(table: RankTable) -> tuple[set[int], set[int]]:
+    """Ranks left waiting by peers that finished, and those peers.
+
+    A rank that lost its peers (they closed the connection, it names them) while each of
+    them shows no failure of its own, was not stopped by the launcher, did not wait on
+    anyone, did not go quiet before it and had counted more steps than it, was not left by
+    a crash or a straggler: the peers ran their program to the end, so the waiting rank was
+    in a collective they never issued (an extra collective: a desync that started on it).
+    """
+    quiet, _ = quiet_gaps(table)
+    waiting: set[int] = set()
+    peers: set[int] = set()
+    for rw in table.rows.values():
+        if not rw.accuses or rw.progress is None:
+            continue
+        finished = []
+        for p in rw.accuses:
+            peer = table.rows.get(p)
+            finished.append(
+                peer is not None and not peer.failures and not peer.waits
+                and peer.end in (End.clean, End.unknown) and quiet.get(p, 0.0) < MIN_GAP
+                and peer.progress is not None and peer.progress > rw.progress
+            )
+        if all(finished):
+            waiting.add(rw.rank)
+            peers |= rw.accuses
+    return waiting, peers
+
+
 def _last_non_wait(rw: RankRow) -> Event | None:
     return None if rw.last_seen is None or rw.last_seen in rw.waits else rw.last_seen
 
@@ -376,4 +424,4 @@ def _findings(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> dict[
     return {"desync": desync, "fr_mismatch": fr_mismatch, "absent": absent, "lost_peer": lost, "quiet": q if table.waiting_ranks else 0.0, "fr_hang": fr_hang}
 
 
-__all__ = ["FEATURES", "Context", "context", "featurize", "primary_failure", "quiet_gaps", "ACTIVITY", "FATAL", "TRACE", "same_clock"]
+__all__ = ["FEATURES", "Context", "context", "featurize", "outlived_peers", "primary_failure", "quiet_gaps", "ACTIVITY", "FATAL", "TRACE", "same_clock"]

@@ -138,7 +138,7 @@ def generate(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> list[H
 def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspects:
     """The ranks the table singles out for each finding (see ``features.py`` for how
     strongly)."""
-    from .features import MIN_GAP, quiet_gaps  # one definition of "went quiet" / "still busy"
+    from .features import MIN_GAP, outlived_peers, quiet_gaps  # one definition of "went quiet" / "still busy" / "finished"
 
     desync: set[int] = set()
     straggler: set[int] = set()
@@ -162,6 +162,7 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
             dead.add(rw.rank)
     for r in named_by_peers(events):
         desync.add(r)
+    desync |= outlived_peers(table)[0]
     accused: set[int] = set()
     for rw in table.rows.values():
         accused |= rw.accuses
@@ -211,6 +212,10 @@ def desync_strength(kb: KnowledgeBase, table: RankTable, events: list[Event]) ->
         desync = max(desync, 0.9)
     if any(e.role == "cause" and e.entry and kb.get(e.entry).class_ == "collective-desync" for e in events):
         desync = max(desync, 0.8)
+    from .features import outlived_peers  # one definition of "its peers finished"
+
+    if outlived_peers(table)[0]:
+        desync = max(desync, 0.6)
     return desync
 
 

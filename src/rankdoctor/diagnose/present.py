@@ -197,7 +197,18 @@ def _root_cause(a: "Answer", w: "Weighing", collateral: list[int]) -> str:
         tied = _tied_ranks(a)
         if len(tied) >= 2:
             parts.append(f"The evidence does not tell whether {' or '.join(f'rank {r}' for r in tied[:4])} started it.")
-    if ranks and collateral:
+    close: list[int] = []
+    if len(ranks) == 1 and a.rivals:
+        shares = _rank_shares(a)
+        mine, total = shares.get(ranks[0], 0.0), sum(shares.values())
+        close = sorted((r for r, p in shares.items() if r != ranks[0] and mine and p >= 0.25 * mine), key=lambda r: -shares[r])[:3]
+        if close and total:
+            pct = ", ".join(f"rank {r} {shares[r] / total:.0%}" for r in [ranks[0], *close])
+            parts.append(
+                f"The evidence only leans towards rank {ranks[0]}: {' or '.join(f'rank {r}' for r in close)} "
+                f"may have started it instead (share of the weight: {pct})."
+            )
+    if ranks and collateral and not close:
         parts.append(f"{ranks_phrase(collateral).capitalize()} only show{'s' if len(collateral) == 1 else ''} collateral damage.")
     parts.append(" ".join(h.entry.summary.split()))
     return " ".join(parts)
@@ -249,13 +260,18 @@ def _line_ref(ev) -> str:
     return f"last line {ev.source.rsplit('/', 1)[-1]}:{ev.line}"
 
 
-def _tied_ranks(a: "Answer") -> list[int]:
-    """Single ranks whose hypotheses hold a similar share of the entry's probability."""
-    items = [a.best, *a.rivals]
+def _rank_shares(a: "Answer") -> dict[int, float]:
+    """The entry's probability on each single rank."""
     by_rank: dict[int, float] = {}
-    for s in items:
+    for s in [a.best, *a.rivals]:
         if len(s.hyp.ranks) == 1:
             by_rank[s.hyp.ranks[0]] = by_rank.get(s.hyp.ranks[0], 0.0) + s.p
+    return by_rank
+
+
+def _tied_ranks(a: "Answer") -> list[int]:
+    """Single ranks whose hypotheses hold a similar share of the entry's probability."""
+    by_rank = _rank_shares(a)
     if len(by_rank) < 2:
         return []
     top = max(by_rank.values())

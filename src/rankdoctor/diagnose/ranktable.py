@@ -16,6 +16,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from ..events import Event
+from ..ingest.prefix import progress_of
 from ..kb.loader import KnowledgeBase
 from .attribution import ACTIVITY, FATAL, TAIL, TRACE, Attributed
 from .collectives import CollectiveFinding, Report, analyse, collect_reports, minority
@@ -31,10 +32,6 @@ FR_MISMATCH = frozenset({"type-mismatch", "size-mismatch", "dtype-mismatch", "ex
 FR_HANG = frozenset({"lagging", "stuck", "missing-ranks"})
 # a line that is a numeric blow-up on the rank that printed it
 NUMERIC_CLASS = "nan-divergence"
-_PROGRESS = re.compile(
-    r"(?i)\b(?:global[_ ]?step|step|iter(?:ation)?|it|batch|epoch)\b\s*[:=#]?\s*\[?(\d+)(?:\s*/\s*\d+)?"
-    r"|\b(\d+)\s*/\s*(\d+)\s*\["  # tqdm: " 37/100 ["
-)
 QUIET_SECONDS = 30.0  # a gap in last activity shorter than this is ordinary jitter
 
 
@@ -59,7 +56,7 @@ class RankRow:
     end: End = End.unknown
     last_seen: Event | None = None  # last timestamped line of any kind
     last_active: Event | None = None  # last line that reports work, not trouble
-    progress: int | None = None  # the step/iteration counter of that line
+    progress: int | None = None  # the step/iteration counter of its last line of work that has one
     report: Report | None = None  # what it was waiting in (watchdog / PG status)
     accuses: set[int] = field(default_factory=set)  # ranks it says it lost
     numeric: Event | None = None  # its first NaN / inf / overflow line
@@ -152,14 +149,6 @@ def time_key(e: Event) -> tuple:
     return (e.ts if e.ts is not None else math.inf, e.source, e.line)
 
 
-def progress_of(text: str) -> int | None:
-    m = _PROGRESS.search(text)
-    if not m:
-        return None
-    v = m.group(1) or m.group(2)
-    return int(v) if v and len(v) < 10 else None
-
-
 def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" = None) -> RankTable:
     events = att.events
     ranks = set(att.seen)
@@ -174,6 +163,7 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
     symptom_lines = {e.where for e in events if e.role == "symptom"}
     numeric_entries = {e.id for e in kb if e.class_ == NUMERIC_CLASS}
     unranked: list[Event] = []
+    counted: dict[int, Event] = {}  # each rank's last line of work with a progress counter
     for ev in sorted(events, key=time_key):
         if ev.rank is None:
             if _is_own_failure(ev, symptom_lines):
@@ -196,11 +186,12 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
         if ev.role == ACTIVITY:
             if rw.last_active is None or order(rw.last_active, ev) in (-1, None):
                 rw.last_active = ev
+            if (p := progress_of(ev.text)) is not None and (counted.get(ev.rank) is None or order(counted[ev.rank], ev) in (-1, None)):
+                counted[ev.rank] = ev
+                rw.progress = p
     for rw in rows.values():
         for f in (rw.failures, rw.waits):
             f.sort(key=lambda e: _order_key(e))
-        if rw.last_active is not None:
-            rw.progress = progress_of(rw.last_active.text)
 
     for r, rec in att.summary.by_rank().items():
         rw = row(r)

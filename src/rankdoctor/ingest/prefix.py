@@ -156,6 +156,41 @@ def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, 
 
 _SNIFF_SRUN = re.compile(r" {0,4}\d{1,5} ?: ")
 _SNIFF_HOST = re.compile(r"([A-Za-z][\w.-]{1,62}): ")
+# A message whose subject is the printing rank: training scripts and frameworks print
+# "rank 2 step 6: loss is inf", "[Rank 3] ...", "Rank 0: ...", "rank=1 ...", after an
+# optional level and logger name ("WARNING train: "). Only the message's first words are
+# read, so "Rank 0 is running collective ..., but Rank 1 ..." inside a mismatch report and
+# torchrun's "rank      : 1 (local_rank: 1)" summary are not taken for the printer.
+_SUBJECT_RANK = re.compile(
+    r"(?:\[[IWEF] [\w.]+:\d+\]\s*)?"  # an old glog tag without a time: "[E ProcessGroupNCCL.cpp:737] "
+    r"(?:\[?(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|FATAL)\]?\s*[:|-]?\s*)?"
+    r"(?:[A-Za-z_][\w.<>-]{0,40}\s*(?::|\s-)\s+)?"
+    r"[\[(]?(?i:rank)(?:\s*[=#]\s*|\s+)(?P<rank>\d{1,6})(?:\s*/\s*\d{1,6})?[\])]?(?=[\s:,;]|$)"
+    r"(?!\s*(?:is running|failed to pass|did not|has not|timed out|is not))"
+)
+
+
+_PROGRESS = re.compile(
+    r"(?i)\b(?:global[_ ]?step|step|iter(?:ation)?|it|batch|epoch)\b\s*[:=#]?\s*\[?(\d+)(?:\s*/\s*\d+)?"
+    r"|\b(\d+)\s*/\s*(\d+)\s*\["  # tqdm: " 37/100 ["
+)
+
+
+def progress_of(text: str) -> int | None:
+    """The step / iteration / epoch counter a line of work reports (None without one)."""
+    m = _PROGRESS.search(text)
+    if not m:
+        return None
+    v = m.group(1) or m.group(2)
+    return int(v) if v and len(v) < 10 else None
+
+
+def subject_rank(message: str) -> int | None:
+    """The rank a message says printed it, from its first words (None when it does not)."""
+    m = _SUBJECT_RANK.match(message)
+    return int(m["rank"]) if m else None
+
+
 _NOT_HOSTS = re.compile(
     r"(?i)^(?:.*(?:error|exception|warning|warn|info|debug|notice|critical|fatal|traceback)|"
     r"note|hint|usage|step|epoch|loss|rank|time|host|exitcode|error_file|traceback|root cause)$"

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from . import cache
 from .cache import default_entries_dir
-from .model import Entry
+from .model import Entry, Signature
 
 __all__ = ["KBError", "KnowledgeBase", "default_entries_dir", "load_entry", "load_kb", "cached_kb"]
 
@@ -37,6 +37,13 @@ class KnowledgeBase:
 
     def get(self, entry_id: str) -> Entry:
         return self._by_id[entry_id]  # type: ignore[attr-defined]
+
+    def signature(self, entry_id: str, signature_id: str) -> "Signature | None":
+        """An entry's signature by id (None for ids the knowledge base does not have)."""
+        entry = self._by_id.get(entry_id)  # type: ignore[attr-defined]
+        if entry is None:
+            return None
+        return next((s for s in entry.signatures if s.id == signature_id), None)
 
     def __contains__(self, entry_id: str) -> bool:
         return entry_id in self._by_id  # type: ignore[attr-defined]

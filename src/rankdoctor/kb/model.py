@@ -87,6 +87,15 @@ class Signature(_Strict):
         ge=2,
         description="a context/symptom line that becomes a cause when it repeats this many times (e.g. overflow skips every step)",
     )
+    reports_peer: bool = Field(
+        default=False,
+        description=(
+            "the line is the printing rank's report about an unnamed peer (gloo's size check "
+            "'op.preamble.length <= op.nbytes. X vs Y': the peer sent X for an op that expects Y; "
+            "'Connection closed by peer [addr]'): in a two-rank job the peer is the other rank, "
+            "which the line then names as the other side"
+        ),
+    )
     description: str = ""
 
     @field_validator("regex")
