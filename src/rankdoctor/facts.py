@@ -22,6 +22,11 @@ FACTS: dict[str, str] = {
     "tr-traceback": r"^\s*traceback\s*: (?P<value>.*)",
     # torchelastic agent: "failed (exitcode: -7) local_rank: 0 (pid: 5275) of binary: /usr/bin/python"
     "tr-agent-failed": r"failed \(exitcode: (?P<exitcode>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\) of binary",
+    # DeepSpeed's launcher (deepspeed/launcher/launch.py sigkill_handler) after a worker's
+    # non-zero exit: "[...cmd...] exits with return code = -9". The cmd is the node's LAST
+    # spawned worker's (the spawn loop's variable), so '--local_rank=0' in it means the node
+    # ran one worker, which is then the one that exited; any other local rank tells nothing.
+    "ds-exit": r"sigkill_handler\] (?:.*?'--local_rank=(?P<local_rank>0)'[,\]])?.* exits with return code = (?P<exitcode>-?\d+)",
     # the launcher terminating the survivors: collateral, never a cause
     "tr-sigterm-sent": r"Sending process (?P<pid>\d+) closing signal (?P<signal>SIG[A-Z]+)",
     # ... and escalating to SIGKILL when a worker ignores SIGTERM: its exit -9 is the launcher's doing
@@ -29,6 +34,8 @@ FACTS: dict[str, str] = {
     # the last line of a Python traceback: which exception ended a rank
     "py-exception": r"^(?P<value>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit))(?::\s|\s*$)",
     "py-traceback": r"^Traceback \(most recent call last\):",
+    # a traceback frame: where a traceback was when a paste or a dying process cut it off
+    "py-frame": r"^\s*File \"(?P<value>[^\"]+)\", line \d+, in \S+",
     # a C++ exception that ended the process (std::terminate), and its message: gloo's
     # EnforceNotMet, c10::Error, NCCL and CUDA errors raised outside Python
     "cpp-terminate": r"terminate called (?:after throwing an instance of '(?P<value>[^']+)'|recursively|without an active exception)",

@@ -118,10 +118,34 @@ def _fact_events(scan: ScanResult) -> list[Event]:
         if role:
             out.append(Event("", _FACT_SIGNATURES[f.fact], role, f.source, f.line, f.text, f.rank, f.local_rank, f.host,
                              None, None, f.time, f.ts, dict(f.captures), list(f.context)))
+    out += _cut_tracebacks(scan)
     for f in scan.tails:
         role = ACTIVITY if f.fact == "activity" else TAIL
         out.append(Event("", "last-line" if role == TAIL else "last-activity", role, f.source, f.line, f.text, f.rank,
                          f.local_rank, f.host, None, None, f.time, f.ts, {}))
+    return out
+
+
+_CUT_AFTER = 12  # lines after a traceback's last frame within which its exception line would be
+
+
+def _cut_tracebacks(scan: ScanResult) -> list[Event]:
+    """A traceback that stops at a frame, with no exception line after it (a paste cut
+    short, a process killed while printing), still shows a failure: its last frame becomes
+    an exception event whose type is unknown, so the run is not called healthy."""
+    ends = [f for f in scan.facts if f.fact in ("py-exception", "cpp-terminate", "cpp-what")]
+    last: dict[tuple, object] = {}
+    for f in scan.facts:
+        if f.fact == "py-frame":
+            key = (f.source, f.rank, f.local_rank, f.host)
+            if key not in last or last[key].line < f.line:  # type: ignore[attr-defined]
+                last[key] = f
+    out = []
+    for (source, rank, local_rank, host), f in last.items():
+        if any(e.source == source and e.rank == rank and e.local_rank == local_rank and 0 < e.line - f.line <= _CUT_AFTER for e in ends):
+            continue
+        out.append(Event("", "python-exception", TRACE, f.source, f.line, f.text, f.rank, f.local_rank, f.host,
+                         None, None, f.time, f.ts, {"value": "(a traceback cut off before its exception line)", "cut": "1"}))
     return out
 
 

@@ -1,4 +1,5 @@
-"""Launcher summaries: torchrun's ChildFailedError block and the agent's exit lines.
+"""Launcher summaries: torchrun's ChildFailedError block and the agent's exit lines, and
+the DeepSpeed launcher's "exits with return code" line.
 
 The block says which worker exited with which code. Its "Root Cause (first observed
 failure)" is only the first exit the agent saw — in a hang that is a waiting rank the
@@ -70,7 +71,7 @@ def read_launcher(facts: list[Fact]) -> LauncherSummary:
     summary = LauncherSummary()
     by_source: dict[str, list[Fact]] = {}
     for f in facts:
-        if f.fact.startswith("tr-"):
+        if f.fact.startswith(("tr-", "ds-")):
             by_source.setdefault(f.source, []).append(f)
     for source, items in by_source.items():
         items.sort(key=lambda f: f.line)
@@ -86,7 +87,7 @@ def read_launcher(facts: list[Fact]) -> LauncherSummary:
             elif f.fact == "tr-index":
                 current = ExitRecord(source, f.line, f.line, root_cause=(section == "root"))
                 summary.records.append(current)
-            elif f.fact == "tr-agent-failed":
+            elif f.fact in ("tr-agent-failed", "ds-exit"):
                 summary.records.append(
                     ExitRecord(
                         source,

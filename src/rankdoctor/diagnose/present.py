@@ -80,6 +80,8 @@ def _evidence(a: "Answer", w: "Weighing") -> list[Evidence]:
         picked += [e for e in rw.failures if e.role == TRACE][:1]
         if rw.last_active is not None and (w.cx and (w.cx.quiet.get(r, 0) > MIN_GAP or w.cx.late.get(r, 0) > MIN_GAP)):
             picked.append(rw.last_active)
+    if not ranks and h.kind == Kind.generic:
+        picked += table.unranked_failures[:3]  # the failure lines no rank could be given
     entry_lines = [e for e in events if e.entry == h.entry.id]
     entry_lines.sort(key=lambda e: (0 if e.rank in ranks else 1, event_key(e)))
     picked += entry_lines
