@@ -251,3 +251,32 @@ def test_gloo_size_check_in_a_two_rank_job_names_the_other_side(kb):
     att = attribute(kb, scan_text(kb, case.read_bytes()))
     size = [e for e in att.events if e.signature == "gloo-size-mismatch"]
     assert size and all(e.rank == 1 and e.captures.get("peer_rank") == "0" for e in size)
+
+
+def _top_of(kb, rel: str):
+    d = diagnose(kb, scan_text(kb, (SCENARIOS / rel).read_bytes()))
+    return d, (d.diagnoses[0] if d.diagnoses else None)
+
+
+def test_oom_naming_only_its_gpu_belongs_to_that_local_rank(kb):
+    # "GPU 1 has a total capacity ..." with no rank prefix: launchers give worker i GPU i
+    d, top = _top_of(kb, "real-holdout9/llamafactory-5x3090-zero3-qwen2-logits-oom-gpu1/log.txt")
+    assert (top.klass, top.initiating_rank) == ("cuda-oom", 1)
+
+
+def test_hang_in_the_first_collective_is_a_transport_problem_not_a_straggler(kb):
+    # every report at SeqNum=1, "last completed NCCL work: 0": no collective ever completed
+    d, top = _top_of(kb, "real-holdout9/vllm-a10g-tp4-first-allreduce-hang-p2p/log.txt")
+    assert top.klass == "nccl-p2p-topology"
+
+
+def test_traceback_cut_before_its_exception_line_is_not_healthy(kb):
+    d, top = _top_of(kb, "real-holdout8/vllm-torchrun-eaddrinuse-29500/log.txt")
+    assert d.verdict != "no-failure-found"
+    assert any("static_tcp_rendezvous.py" in e.text for e in top.evidence)
+
+
+def test_deepspeed_launcher_exit_of_a_one_worker_node_names_that_worker(kb):
+    # launch.py prints the LAST spawned worker's cmd; '--local_rank=0' there means one worker
+    d, top = _top_of(kb, "real-holdout8/dolly-zero3-sigkill/log.txt")
+    assert (top.klass, top.initiating_rank) == ("host-oom", 0)

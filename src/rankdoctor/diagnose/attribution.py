@@ -1,11 +1,12 @@
 """Attribution: every event gets the global rank it belongs to, as a new list.
 
 The scanner's events are never changed: this stage copies what it adjusts. It gives
-lines printed inside a launcher record that record's rank, maps local ranks to global
-ranks where the logs show the mapping, turns a harmless line that keeps repeating into a
-cause, adds Python exceptions, C++ aborts and each rank's last lines as events, and
-gives an unprefixed fatal line the rank whose stream it interrupts or whose death the
-launcher recorded.
+lines printed inside a launcher record that record's rank, a line that names only its GPU
+that GPU's local rank, maps local ranks to global ranks where the logs show the mapping,
+turns a harmless line that keeps repeating into a cause, adds Python exceptions (and
+tracebacks cut off before theirs), C++ aborts and each rank's last lines as events, gives
+an unprefixed fatal line the rank whose stream it interrupts or whose death the launcher
+recorded, and in a two-rank job names the other rank as the peer a line reports on.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def attribute(kb: KnowledgeBase, scan: ScanResult) -> Attributed:
     summary = read_launcher(scan.facts)
     events = _escalate_repeats(kb, _dedupe(scan.events)) + _fact_events(scan)
     events = _inside_launcher_records(events, summary)
-    events = [_stream_owner(e) for e in events]
+    events = [_device_owner(_stream_owner(e)) for e in events]
     to_global = _local_rank_mapping(events, summary, scan)
     events = [_globalised(e, to_global) for e in events]
     summary = replace(
@@ -241,6 +242,17 @@ def _stream_owner(ev: Event) -> Event:
             out.captures["rank_from"] = "stream"
             return out
     return ev
+
+
+def _device_owner(ev: Event) -> Event:
+    """A line with no rank that names its GPU ("GPU 5" in an OOM, NCCL's "[5]") belongs to
+    the local rank of that index: launchers give each worker one GPU, set_device(local_rank).
+    Index 0 tells nothing (a worker that sees only its own GPU calls it 0 whatever its rank)."""
+    if ev.rank is not None or ev.local_rank is not None or not ev.entry or ev.device is None or ev.device < 1:
+        return ev
+    out = ev.copy(local_rank=ev.device)
+    out.captures["rank_from"] = "device"
+    return out
 
 
 def _launcher_aborts(events: list[Event], summary: LauncherSummary) -> list[Event]:

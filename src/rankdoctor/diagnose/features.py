@@ -21,7 +21,8 @@ from ..kb.loader import KnowledgeBase
 from .attribution import ACTIVITY, FATAL, TRACE
 from .hypotheses import MISMATCH_CLASSES, Hypothesis, Kind, desync_strength, named_by_peers
 from .ranktable import (
-    FR_HANG, FR_MISMATCH, NUMERIC_CLASS, End, RankRow, RankTable, fingerprint_minority, fingerprints_ahead, order, same_clock,
+    FR_HANG, FR_MISMATCH, NUMERIC_CLASS, End, RankRow, RankTable, fingerprint_minority, fingerprints_ahead, first_collective_hang,
+    order, same_clock,
 )
 
 # name -> what it means (the order is the order of the weight vector)
@@ -41,6 +42,7 @@ FEATURES: dict[str, str] = {
     "kind_desync": "proposed as an explanation of ranks in different collectives",
     "kind_straggler": "proposed as an explanation of a rank missing, silent or busy while the others wait",
     "kind_dead_peer": "proposed as an explanation of peers losing a rank",
+    "kind_first": "proposed as an explanation of a hang in the job's first collective",
     "kind_generic": "proposed for a failure line no entry names",
     # the cross-rank finding the entry explains, as strong as the table shows it
     "finding_desync": "the entry explains a desync, and the reports, fingerprints, dumps or lines show one",
@@ -48,6 +50,7 @@ FEATURES: dict[str, str] = {
     "finding_absent": "the entry explains a straggler/lost peer, and the ranks' timeout reports agree while some rank never reports",
     "finding_lost_peer": "the entry explains a lost peer, and peers report losing a rank",
     "finding_quiet": "the entry explains a straggler, and some rank went quiet early or worked on while the others waited",
+    "finding_first_collective": "the entry explains a hang in the job's first collective, and every timeout report is at SeqNum 0 or 1",
     "finding_fr_hang": "the entry explains a straggler/lost peer, and the Flight Recorder shows ranks behind or stuck",
     # the claimed rank(s)
     "claim": "the hypothesis names where it started",
@@ -181,6 +184,7 @@ def featurize(h: Hypothesis, cx: Context) -> dict[str, float]:
     f["finding_lost_peer"] = cx.finding["lost_peer"] if "dead-peer" in explains else 0.0
     f["finding_quiet"] = cx.finding["quiet"] if "straggler" in explains else 0.0
     f["finding_fr_hang"] = cx.finding["fr_hang"] if hang else 0.0
+    f["finding_first_collective"] = cx.finding["first"] if "first-collective" in explains else 0.0
 
     ranks = h.ranks
     if ranks:
@@ -421,7 +425,7 @@ def _findings(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> dict[
     q = max([_gap_score(g, full) for g in list(quiet.values()) + list(late.values())] or [0.0])
     fr_hang = float(table.fr is not None and any(f.kind in FR_HANG for f in table.fr.findings))
     fr_mismatch = float(table.fr is not None and any(f.kind in FR_MISMATCH for f in table.fr.findings))
-    return {"desync": desync, "fr_mismatch": fr_mismatch, "absent": absent, "lost_peer": lost, "quiet": q if table.waiting_ranks else 0.0, "fr_hang": fr_hang}
+    return {"first": float(first_collective_hang(table)), "desync": desync, "fr_mismatch": fr_mismatch, "absent": absent, "lost_peer": lost, "quiet": q if table.waiting_ranks else 0.0, "fr_hang": fr_hang}
 
 
 __all__ = ["FEATURES", "Context", "context", "featurize", "outlived_peers", "primary_failure", "quiet_gaps", "ACTIVITY", "FATAL", "TRACE", "same_clock"]

@@ -17,7 +17,9 @@ from ..events import Event
 from ..kb.loader import KnowledgeBase
 from ..kb.model import Entry
 from .attribution import FATAL, TRACE
-from .ranktable import FR_HANG, FR_MISMATCH, RankTable, fingerprint_minority, fingerprints_ahead, fingerprints_differ
+from .ranktable import (
+    FR_HANG, FR_MISMATCH, RankTable, fingerprint_minority, fingerprints_ahead, fingerprints_differ, first_collective_hang,
+)
 
 MAX_SET = 8  # a set of ranks that failed together: at most one node's worth
 # classes whose lines report a disagreement between ranks (any side may print it)
@@ -32,10 +34,11 @@ class Kind(str, Enum):
     desync = "desync"  # ranks in different collectives
     straggler = "straggler"  # a rank missing, silent or still busy while the others wait
     dead_peer = "dead-peer"  # peers report losing a rank
+    first = "first-collective"  # the ranks hang in the job's first collective
     generic = "generic"  # a failure line no entry names
 
 
-FINDING_KIND = {"desync": Kind.desync, "straggler": Kind.straggler, "dead-peer": Kind.dead_peer}
+FINDING_KIND = {"desync": Kind.desync, "straggler": Kind.straggler, "dead-peer": Kind.dead_peer, "first-collective": Kind.first}
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,8 @@ class Suspects:
     dead_peer: set[int]
 
     def of(self, finding: str) -> set[int]:
-        return {"desync": self.desync, "straggler": self.straggler, "dead-peer": self.dead_peer}[finding]
+        # a hang in the first collective is the whole job's: it singles out no rank
+        return {"desync": self.desync, "straggler": self.straggler, "dead-peer": self.dead_peer}.get(finding, set())
 
 
 def generate(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> list[Hypothesis]:
@@ -100,7 +104,7 @@ def generate(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> list[H
     # 2. cross-rank findings and the entries that explain them
     sus = suspects(kb, table, events)
     fired = set(by_entry)
-    for finding in ("desync", "straggler", "dead-peer"):
+    for finding in ("desync", "straggler", "dead-peer", "first-collective"):
         ranks = sus.of(finding)
         if not ranks and not _finding_present(finding, table, events, kb):
             continue
@@ -225,6 +229,8 @@ def _finding_present(finding: str, table: RankTable, events: list[Event], kb: Kn
     fr_kinds = {f.kind for f in table.fr.findings} if table.fr is not None else set()
     if finding == "desync":
         return desync_strength(kb, table, events) > 0
+    if finding == "first-collective":
+        return first_collective_hang(table)
     if finding == "straggler":
         return bool(fr_kinds & FR_HANG) or bool(coll and coll.kind in ("absent", "uniform"))
     return any(rw.accuses for rw in table.rows.values())

@@ -127,6 +127,17 @@ def fingerprints_ahead(table: "RankTable") -> set[int]:
     return ahead if 2 * len(ahead) <= len(seqs) else set()  # a few ahead of the rest, not the rest ahead of a few
 
 
+def first_collective_hang(table: "RankTable") -> bool:
+    """Every rank that reports a timeout waited in the job's first collective (SeqNum 0 or
+    1): the communicator never moved any data, which is a transport or topology problem
+    (P2P through an IOMMU, a firewall, a wrong interface), not a rank that fell behind
+    in the middle of training."""
+    seqs = [rw.report.seq if rw.report.seq is not None else rw.report.last_enqueued
+            for rw in table.rows.values() if rw.report is not None]
+    known = [s for s in seqs if s is not None]
+    return bool(known) and len(known) == len(seqs) and max(known) <= 1
+
+
 def order(a: Event | None, b: Event | None) -> int | None:
     """-1 if ``a`` happened before ``b``, 1 if after, 0 if together, None if the logs
     cannot tell: timestamps of one clock decide; without them, the line order of one

@@ -164,6 +164,7 @@ class Explains(str, Enum):
     desync = "desync"  # ranks stuck at different collectives
     straggler = "straggler"  # every reporting rank waits at one collective; a rank is absent
     dead_peer = "dead-peer"  # peers report a connection to a rank closed / reset
+    first_collective = "first-collective"  # the ranks time out in the job's first collective: no data ever moved
 
 
 class Fallback(str, Enum):
@@ -174,6 +175,7 @@ class Fallback(str, Enum):
     desync = "desync"
     straggler = "straggler"
     dead_peer = "dead-peer"
+    first_collective = "first-collective"
     exception = "exception"  # a Python exception no entry names
     abort = "abort"  # a C++ exception or abort no entry names
     exit = "exit"  # a rank that died (non-zero exit, signal) with no line of its own
