@@ -280,3 +280,14 @@ def test_deepspeed_launcher_exit_of_a_one_worker_node_names_that_worker(kb):
     # launch.py prints the LAST spawned worker's cmd; '--local_rank=0' there means one worker
     d, top = _top_of(kb, "real-holdout8/dolly-zero3-sigkill/log.txt")
     assert (top.klass, top.initiating_rank) == ("host-oom", 0)
+
+
+def test_nccl_coll_trace_ranks_at_one_op_count_in_different_collectives(kb):
+    # NCCL_DEBUG_SUBSYS=COLL: AllReduce on device 0, AllGather on device 2 at opCount 0x28c
+    d, top = _top_of(kb, "real-holdout6/rccl-rank2-allgather-vs-allreduce-opcount-desync/log.txt")
+    assert top.klass == "collective-desync"
+
+
+def test_store_reset_while_waiting_for_the_unique_id_means_rank_0_died(kb):
+    d, top = _top_of(kb, "real-holdout7/arctic-rank0-dataload-crash-barrier/log.txt")
+    assert (top.klass, top.initiating_rank) == ("peer-rank-crashed", 0)

@@ -44,7 +44,7 @@ def attribute(kb: KnowledgeBase, scan: ScanResult) -> Attributed:
     summary = read_launcher(scan.facts)
     events = _escalate_repeats(kb, _dedupe(scan.events)) + _fact_events(scan)
     events = _inside_launcher_records(events, summary)
-    events = [_device_owner(_stream_owner(e)) for e in events]
+    events = _device_owners([_stream_owner(e) for e in events])
     to_global = _local_rank_mapping(events, summary, scan)
     events = [_globalised(e, to_global) for e in events]
     summary = replace(
@@ -244,14 +244,18 @@ def _stream_owner(ev: Event) -> Event:
     return ev
 
 
-def _device_owner(ev: Event) -> Event:
+def _device_owners(events: list[Event]) -> list[Event]:
     """A line with no rank that names its GPU ("GPU 5" in an OOM, NCCL's "[5]") belongs to
     the local rank of that index: launchers give each worker one GPU, set_device(local_rank).
-    Index 0 tells nothing (a worker that sees only its own GPU calls it 0 whatever its rank)."""
-    if ev.rank is not None or ev.local_rank is not None or not ev.entry or ev.device is None or ev.device < 1:
-        return ev
-    out = ev.copy(local_rank=ev.device)
-    out.captures["rank_from"] = "device"
+    Index 0 alone tells nothing (a worker that sees only its own GPU calls it 0 whatever its
+    rank) unless the same host's lines name other GPUs too: there every worker sees them all."""
+    all_gpus = {e.host for e in events if e.device is not None and e.device >= 1}
+    out = []
+    for ev in events:
+        if ev.rank is None and ev.local_rank is None and ev.entry and ev.device is not None and (ev.device >= 1 or ev.host in all_gpus):
+            ev = ev.copy(local_rank=ev.device)
+            ev.captures["rank_from"] = "device"
+        out.append(ev)
     return out
 
 

@@ -227,11 +227,38 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
         if e.role == "context" and e.rank is not None and e.cap_int("seq") is not None and e.captures.get("op"):
             fingerprints[e.rank] = e
 
+    fingerprints.update(_coll_trace_conflict(events))
+
     if fr is not None:
         for finding in fr.findings:
             for r in finding.culprit_ranks:
                 row(r).fr_kinds.add(finding.kind)
     return RankTable(rows, expected or set(rows), att.world_size, coll, fingerprints, unranked, fr)
+
+
+def _coll_trace_conflict(events: list[Event]) -> dict[int, Event]:
+    """NCCL's COLL trace ("AllGather: opCount 28d ... count N"): the ranks' lines at the
+    first op counter where two ranks enqueued different collectives (op or count), as
+    fingerprints with that counter as their sequence number. Traces that agree, or that
+    only stop at different counters (a cut paste), give nothing."""
+    by_count: dict[int, dict[int, Event]] = {}
+    for e in events:
+        if e.role != "context" or e.rank is None or "op_count" not in e.captures:
+            continue
+        try:
+            n = int(e.captures["op_count"], 16)
+        except ValueError:
+            continue
+        by_count.setdefault(n, {}).setdefault(e.rank, e)
+    for n in sorted(by_count):
+        at = by_count[n]
+        if len(at) >= 2 and len({(e.captures.get("op"), e.captures.get("value")) for e in at.values()}) > 1:
+            out = {}
+            for r, e in at.items():
+                out[r] = e.copy()
+                out[r].captures["seq"] = str(n)
+            return out
+    return {}
 
 
 def _is_own_failure(ev: Event, symptom_lines: set[tuple[str, int]]) -> bool:

@@ -24,6 +24,7 @@ KNOWN_CAPTURES = {
     "host",
     "pid",
     "seq",  # collective sequence number
+    "op_count",  # NCCL's per-communicator op counter, hexadecimal (NCCL_DEBUG_SUBSYS=COLL)
     "op",  # collective type
     "numel_in",
     "numel_out",
