@@ -27,6 +27,8 @@ def test_wrapped_watchdog_lines_are_joined_and_keep_their_line_numbers(kb):
 def test_space_padded_wrap_is_joined(kb):
     text, n = unwrap(PADDED.read_bytes())
     assert n >= 1 and b"NumelOut=5164000, Timeout(ms)=1800000)" in text
+    # cut between a key and its "=value": "...NumelIn=513, NumelOut" / "=2052, Timeout(ms)=..."
+    assert b"OpType=_ALLGATHER_BASE, NumelIn=513, NumelOut=2052, Timeout(ms)=1800000)" in text
 
 
 def test_fixed_width_lines_and_ordinary_logs_are_left_alone():

@@ -23,10 +23,18 @@ _NEW_RECORD = re.compile(
 )
 
 
+_GLUE_AFTER = b"=(,:/"  # a cut right after these is inside an expression ("NumelIn=" / "513,")
+_GLUE_BEFORE = b"=),.:;]"  # a line cannot start a record with these ("NumelOut" / "=2052, Timeout")
+
+
 def _mid_token(line: bytes, nxt: bytes) -> bool:
-    """The cut falls inside a word or number ("Numel" / "Out=112", "NumelOut=5" / "164000,"):
-    a line that ends with a whole word, a separator or padding was not cut."""
-    return bool(line) and bool(nxt) and line[-1:].isalnum() and nxt[:1].isalnum()
+    """The cut falls inside a word, a number or a key=value pair ("Numel" / "Out=112",
+    "NumelOut=5" / "164000,", "NumelOut" / "=2052"): a line that ends with a whole word
+    followed by a space or padding was not cut."""
+    if not line or not nxt:
+        return False
+    a, b = line[-1:], nxt[:1]
+    return (a.isalnum() or a in _GLUE_AFTER) and (b.isalnum() or b in _GLUE_BEFORE)
 
 
 def unwrap(data: bytes) -> tuple[bytes, int] | None:
