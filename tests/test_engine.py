@@ -291,3 +291,23 @@ def test_nccl_coll_trace_ranks_at_one_op_count_in_different_collectives(kb):
 def test_store_reset_while_waiting_for_the_unique_id_means_rank_0_died(kb):
     d, top = _top_of(kb, "real-holdout7/arctic-rank0-dataload-crash-barrier/log.txt")
     assert (top.klass, top.initiating_rank) == ("peer-rank-crashed", 0)
+
+
+def test_a_rank_whose_nccl_comm_lines_name_one_rank_owns_its_unprefixed_log(kb):
+    # a worker node's own output: "comm 0x... rank 1 nranks 2 cudaDev 0 ... Abort COMPLETE" and,
+    # above it, the FileNotFoundError that killed it; "Connection closed by localRank 0" is its own
+    # proxy (local rank 0 of that node is global rank 1), not an accusation of rank 0
+    d, top = _top_of(kb, "real-holdout10/xtuner-two-node-worker-missing-local-arrow-cache/log.txt")
+    assert (top.klass, top.initiating_rank) == ("peer-rank-crashed", 1)
+
+
+def test_grep_file_prefixed_nccl_coll_trace_names_the_odd_rank(kb):
+    # "LOG1.0.txt:host:pid:tid [0] NCCL INFO Broadcast: opCount 0 ... count 25503912" vs count 53 elsewhere
+    d, top = _top_of(kb, "real-holdout10/ddp-broadcast-count-mismatch-rank0-hang/log.txt")
+    assert (top.klass, top.initiating_rank) == ("collective-desync", 0)
+
+
+def test_store_wait_timeout_is_a_wait_not_a_crash(kb):
+    # rank 1's c10d store wait ran out while unprefixed tokenizer progress ran on rank 0
+    d, top = _top_of(kb, "real-holdout10/axolotl-rank0-tokenization-30min-rank1-store-timeout/log.txt")
+    assert top.klass == "straggler-timeout"

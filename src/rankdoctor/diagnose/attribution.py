@@ -44,7 +44,7 @@ def attribute(kb: KnowledgeBase, scan: ScanResult) -> Attributed:
     summary = read_launcher(scan.facts)
     events = _escalate_repeats(kb, _dedupe(scan.events)) + _fact_events(scan)
     events = _inside_launcher_records(events, summary)
-    events = _device_owners([_stream_owner(e) for e in events])
+    events = _one_rank_sources(_device_owners([_stream_owner(e) for e in events]), scan)
     to_global = _local_rank_mapping(events, summary, scan)
     events = [_globalised(e, to_global) for e in events]
     summary = replace(
@@ -188,7 +188,7 @@ def _local_rank_mapping(events: list[Event], summary: LauncherSummary, scan: Sca
         if ev.rank is not None and ev.local_rank is not None:
             pairs.setdefault((ev.host, ev.local_rank), ev.rank)
     for f in scan.facts:
-        if f.fact == "nccl-nranks" and f.host and f.captures.get("device", "").isdigit() and f.captures.get("rank", "").isdigit():
+        if f.fact == "nccl-nranks" and f.captures.get("device", "").isdigit() and f.captures.get("rank", "").isdigit():
             pairs.setdefault((f.host, int(f.captures["device"])), int(f.captures["rank"]))
     by_local: dict[int, set[int]] = {}
     for (_h, lr), rk in pairs.items():
@@ -242,6 +242,29 @@ def _stream_owner(ev: Event) -> Event:
             out.captures["rank_from"] = "stream"
             return out
     return ev
+
+
+def _one_rank_sources(events: list[Event], scan: ScanResult) -> list[Event]:
+    """A source with no rank on any line, whose NCCL communicator lines ("comm 0x... rank R
+    nranks N cudaDev D") all name one rank, is that rank's own log (one process's output):
+    its unattributed lines are rank R's."""
+    named: dict[str, set[int]] = {}
+    for f in scan.facts:
+        if f.fact == "nccl-nranks" and f.captures.get("rank", "").isdigit() and f.captures.get("world_size", "").isdigit():
+            if int(f.captures["world_size"]) > 1:
+                named.setdefault(f.source, set()).add(int(f.captures["rank"]))
+    owner = {src: next(iter(rs)) for src, rs in named.items() if len(rs) == 1}
+    if not owner:
+        return events
+    ranked = {e.source for e in events if e.rank is not None or e.local_rank is not None}
+    out = []
+    for ev in events:
+        src_rank = owner.get(ev.source)
+        if src_rank is not None and ev.source not in ranked and ev.rank is None and ev.local_rank is None:
+            ev = ev.copy(rank=src_rank)
+            ev.captures["rank_from"] = "nccl-comm"
+        out.append(ev)
+    return out
 
 
 def _device_owners(events: list[Event]) -> list[Event]:

@@ -74,6 +74,7 @@ FEATURES: dict[str, str] = {
     "claim_absent": "the claimed ranks are the ones that never report the timed-out collective every other rank reports (a partial match counts by overlap)",
     "claim_fingerprint": "the claimed ranks are the ones whose last collective fingerprint (DETAIL) differs from the majority's (by overlap)",
     "claim_fingerprint_ahead": "the claimed rank's last collective fingerprint has a higher sequence number than every other rank's",
+    "claim_gone_not_late": "peers report the claimed rank gone (a closed or reset connection, a lost store), yet the entry explains a late rank, not a dead one",
     "claim_named": "mismatch messages name the claimed rank as the other side",
     "claim_smaller_side": "the ranks that report a mismatch and those that do not are split unevenly, and the claim is the smaller side",
     "claim_reporter_only": "the claimed rank's own failure is only its report of a collective mismatch (either side of a mismatch can be the one to report it)",
@@ -123,6 +124,7 @@ class Context:
     finding: dict[str, float]
     timeout: float  # seconds: the collective timeout the ranks waited out, else 600
     outlived: tuple[set[int], set[int]]  # ranks left waiting by peers that finished; those peers
+    gone: dict[int, int]  # rank -> lines of peers that report it gone (connection closed/reset), not late
     desync_entries: frozenset[str]  # entries of the collective-desync class
 
 
@@ -132,7 +134,8 @@ def context(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Context
         if e.entry:
             by_entry.setdefault(e.entry, []).append(e)
     failed = {r: f for r, rw in table.rows.items() if (f := primary_failure(rw)) is not None}
-    waiting = {r for r, rw in table.rows.items() if rw.waits}
+    # a rank that failed by itself before it waited is not waiting on anyone: its waits followed its own failure
+    waiting = {r for r, rw in table.rows.items() if rw.waits and r not in failed}
     quiet, late = quiet_gaps(table)
     accusations: dict[int, int] = {}
     for rw in table.rows.values():
@@ -141,7 +144,8 @@ def context(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Context
     return Context(
         kb, table, by_entry, failed, waiting, quiet, late, _behind(table), _numeric_first(table),
         accusations, named_by_peers(events), fingerprint_minority(table), _findings(kb, table, events),
-        timeout_seconds(table), outlived_peers(table), frozenset(e.id for e in kb if e.class_ == "collective-desync"),
+        timeout_seconds(table), outlived_peers(table), _gone(kb, events),
+        frozenset(e.id for e in kb if e.class_ == "collective-desync"),
     )
 
 
@@ -239,6 +243,9 @@ def _claim(h: Hypothesis, cx: Context, causes: list[Event], evs: list[Event]) ->
         f["claim_absent"] = _cover(ranks, set(coll.culprits))
     f["claim_fingerprint"] = _cover(ranks, cx.fingerprint_odd)
     f["claim_fingerprint_ahead"] = float(ranks <= fingerprints_ahead(table))
+    gone = sum(cx.gone.get(r, 0) for r in ranks)
+    if gone and "dead-peer" not in {x.value for x in h.entry.explains}:
+        f["claim_gone_not_late"] = gone / max(1, sum(cx.gone.values()))
     total_named = sum(cx.named.values())
     if total_named:
         f["claim_named"] = sum(cx.named.get(r, 0) for r in ranks) / total_named
@@ -357,6 +364,20 @@ def quiet_gaps(table: RankTable) -> tuple[dict[int, float], dict[int, float]]:
     # a rank is "quiet" only against a majority that went on: with two ranks, both are
     # measured against each other, so only the earlier one gets a gap
     return quiet, late
+
+
+def _gone(kb: KnowledgeBase, events: list[Event]) -> dict[int, int]:
+    """Ranks that peers report gone: lines of entries that explain a lost peer and not a late
+    one (a closed or reset connection) naming the other side."""
+    out: dict[int, int] = {}
+    for e in events:
+        pr = e.cap_int("peer_rank")
+        if e.role != "symptom" or pr is None or pr == e.rank or not e.entry:
+            continue
+        explains = {x.value for x in kb.get(e.entry).explains}
+        if "dead-peer" in explains and "straggler" not in explains:
+            out[pr] = out.get(pr, 0) + 1
+    return out
 
 
 def outlived_peers(table: RankTable) -> tuple[set[int], set[int]]:

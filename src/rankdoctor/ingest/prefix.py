@@ -2,7 +2,7 @@
 
 Prefixes stack (``gpu-q-49: [default0]:[rank12]:[E817 17:40:34.227 ProcessGroupNCCL.cpp:1515] ...``)
 so they are peeled one at a time from the start of the line. Formats are the ones seen in
-real logs (../shared/LOGFORMATS.md): torchrun ``[rankN]:`` (global) and ``[defaultN]:``
+real logs (../shared/LOGFORMATS.md): a ``grep`` file-name prefix, torchrun ``[rankN]:`` (global) and ``[defaultN]:``
 (local), ``srun -l`` ``N: ``, Open MPI ``[1,N]<stderr>:``, Lightning ``[rank: N]``,
 pdsh/DeepSpeed host prefixes, kubectl ``--prefix``, Ray actor prefixes, glog and ISO
 timestamps, NCCL's ``host:pid:tid [dev]``, dmesg.
@@ -77,6 +77,8 @@ _P_DMESG_T = re.compile(
 )
 _P_DMESG = re.compile(r"\[ *\+?(?P<up>\d+\.\d+)\] ")
 _P_SRUN = re.compile(r" {0,4}(?P<rank>\d{1,5}) ?: ")
+# `grep pattern *.log` across files puts the file name first: "LOG1.0.txt:host:pid:tid [0] NCCL INFO ..."
+_P_GREPFILE = re.compile(r"(?P<file>[\w.-]+(?:/[\w.-]+)*\.(?:log|txt|out|err))[:-](?=\S)")
 _P_PIPE = re.compile(r" *\| ")  # CI log viewers
 _P_SPACE = re.compile(r"[ \t]+")
 
@@ -110,6 +112,15 @@ def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, 
                 a.host = text[pos:colon]
                 pos = colon + 2
                 continue
+        if pos == 0 and (m := _P_GREPFILE.match(text)):
+            from .names import attribution_from_name  # names.py imports this module
+
+            named = attribution_from_name(m["file"])
+            a.rank = named.rank
+            a.local_rank = named.local_rank
+            a.extra["file"] = m["file"]
+            pos = m.end()
+            continue
         if dialect.srun and a.rank is None and (m := _P_SRUN.match(text, pos)):
             a.rank = int(m["rank"])
             pos = m.end()

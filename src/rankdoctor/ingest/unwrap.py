@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from .prefix import parse_prefix
+
 MAX_BYTES = 4 * 1024 * 1024  # only pastes and small logs; big files are written by programs, not terminals
 MIN_WIDTH = 60
 # a line that begins a record of its own is never a continuation
@@ -35,6 +37,13 @@ def _mid_token(line: bytes, nxt: bytes) -> bool:
         return False
     a, b = line[-1:], nxt[:1]
     return (a.isalnum() or a in _GLUE_AFTER) and (b.isalnum() or b in _GLUE_BEFORE)
+
+
+def _has_prefix(line: bytes) -> bool:
+    """The line starts with a rank / host / time / pid prefix (a grep file name, NCCL's
+    host:pid:tid [dev]): it is a record of its own, however wide the line before it."""
+    a, _ = parse_prefix(line[:300].decode("utf-8", "replace"))
+    return any(x is not None for x in (a.rank, a.local_rank, a.host, a.pid, a.ts)) or bool(a.extra)
 
 
 def unwrap(data: bytes) -> tuple[bytes, int] | None:
@@ -60,6 +69,7 @@ def unwrap(data: bytes) -> tuple[bytes, int] | None:
             and len(lines[i].rstrip(b"\r")) == width
             and _mid_token(lines[i].rstrip(b"\r"), out[i + 1])
             and not _NEW_RECORD.match(out[i + 1])
+            and not _has_prefix(out[i + 1])
         ):
             out[head] = out[head] + out[i + 1].rstrip(b" ")
             out[i + 1] = b""
