@@ -50,6 +50,7 @@ class Finding:
     notes: list[str] = field(default_factory=list)  # reasoning shown in the text view
     initiating_ranks: list[int] = field(default_factory=list)  # every rank that started it
     class_confidence: float = 0.0  # probability of the class (its entries together)
+    entry_share: float = 0.0  # probability of this entry alone (the text view's "other candidates")
     reasoning: list[dict] = field(default_factory=list)  # score breakdown, winner and runner-up (-v)
 
     def to_json(self) -> dict[str, Any]:

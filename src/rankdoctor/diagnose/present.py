@@ -60,6 +60,7 @@ def to_finding(kb, a: "Answer", w: "Weighing", weights: "Weights") -> Finding:
         notes=notes,
         initiating_ranks=list(ranks),
         class_confidence=round(a.class_p, 2),
+        entry_share=round(a.entry_p, 2),
         reasoning=_breakdown(a, w, weights),
     )
 

@@ -77,8 +77,9 @@ def render_text(d: Diagnosis, console: Console, verbose: bool = False) -> None:
     if verbose and top.reasoning:
         _print_breakdown(top.reasoning, console)
     if len(d.diagnoses) > 1:
-        alts = ", ".join(f"{a.title} [{a.klass}] {a.confidence:.2f}" for a in d.diagnoses[1:])
-        console.print(Text("other candidates: " + alts, style="dim"))
+        # each alternative's own share: its class's probability would count the winner's too
+        alts = ", ".join(f"{a.title} [{a.klass}] {a.entry_share:.2f}" for a in d.diagnoses[1:])
+        console.print(Text("other candidates (probability of each entry): " + alts, style="dim"))
 
 
 def _print_breakdown(rows: list[dict], console: Console) -> None:
