@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from ..events import Event
 from ..kb.loader import KnowledgeBase
 from .attribution import ACTIVITY, FATAL, TRACE
-from .hypotheses import MISMATCH_CLASSES, Hypothesis, Kind, desync_strength, named_by_peers
+from .hypotheses import MISMATCH_CLASSES, Hypothesis, Kind, desync_strength, main_process_busy, named_by_peers
 from .ranktable import (
     FR_HANG, FR_MISMATCH, NUMERIC_CLASS, End, RankRow, RankTable, fingerprint_minority, fingerprints_ahead, first_collective_hang,
     order, same_clock,
@@ -78,6 +78,7 @@ FEATURES: dict[str, str] = {
     "claim_named": "mismatch messages name the claimed rank as the other side",
     "claim_smaller_side": "the ranks that report a mismatch and those that do not are split unevenly, and the claim is the smaller side",
     "claim_reporter_only": "the claimed rank's own failure is only its report of a collective mismatch (either side of a mismatch can be the one to report it)",
+    "claim_main_busy": "the claimed rank is rank 0, which reports no wait, while lines of long work (progress, checkpoint writes) carry no rank: frameworks print those from the main process",
     "claim_quiet": "the claimed rank stopped working well before the others (log of the gap, 10 min = 1)",
     "claim_late": "the claimed rank kept working after every other rank had stopped (log of the gap)",
     "claim_behind": "the claimed rank's step counter is behind every other rank's",
@@ -125,6 +126,7 @@ class Context:
     timeout: float  # seconds: the collective timeout the ranks waited out, else 600
     outlived: tuple[set[int], set[int]]  # ranks left waiting by peers that finished; those peers
     gone: dict[int, int]  # rank -> lines of peers that report it gone (connection closed/reset), not late
+    main_busy: set[int]  # {0} when unranked lines of long work appear while other ranks wait
     desync_entries: frozenset[str]  # entries of the collective-desync class
 
 
@@ -144,7 +146,7 @@ def context(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Context
     return Context(
         kb, table, by_entry, failed, waiting, quiet, late, _behind(table), _numeric_first(table),
         accusations, named_by_peers(events), fingerprint_minority(table), _findings(kb, table, events),
-        timeout_seconds(table), outlived_peers(table), _gone(kb, events),
+        timeout_seconds(table), outlived_peers(table), _gone(kb, events), main_process_busy(kb, table, events),
         frozenset(e.id for e in kb if e.class_ == "collective-desync"),
     )
 
@@ -249,6 +251,7 @@ def _claim(h: Hypothesis, cx: Context, causes: list[Event], evs: list[Event]) ->
     total_named = sum(cx.named.values())
     if total_named:
         f["claim_named"] = sum(cx.named.get(r, 0) for r in ranks) / total_named
+    f["claim_main_busy"] = float(ranks == {0} and 0 in cx.main_busy)
     f["claim_quiet"] = min(_gap_score(cx.quiet.get(r, 0.0), cx.timeout) for r in ranks)
     f["claim_late"] = min(_gap_score(cx.late.get(r, 0.0), cx.timeout) for r in ranks)
     f["claim_behind"] = float(ranks <= cx.behind)

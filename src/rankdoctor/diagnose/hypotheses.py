@@ -174,6 +174,7 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
     for rw in table.rows.values():
         if rw.own_failure and not rw.failures:  # died (exit status) with no line of its own
             dead.add(rw.rank)
+    straggler |= main_process_busy(kb, table, events)
     quiet, late = quiet_gaps(table)
     # a gap shorter than ordinary jitter singles nobody out
     straggler |= {r for r, g in quiet.items() if g >= MIN_GAP}
@@ -188,6 +189,21 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
             straggler |= never
             dead |= never
     return Suspects(desync, straggler, dead)
+
+
+def main_process_busy(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> set[int]:
+    """{0} when lines of long work (a progress bar, a checkpoint write: context lines of an
+    entry that explains a straggler) carry no rank while other ranks wait and rank 0 does
+    not: training frameworks print such progress from the main process (rank 0) only, and
+    torchrun prefixes only tracebacks with a rank."""
+    if not table.waiting_ranks or 0 in table.waiting_ranks:
+        return set()
+    busy = any(
+        e.role == "context" and e.rank is None and e.local_rank is None and e.entry
+        and "straggler" in {x.value for x in kb.get(e.entry).explains}
+        for e in events
+    )
+    return {0} if busy else set()
 
 
 def named_by_peers(events: list[Event]) -> dict[int, int]:
