@@ -70,6 +70,7 @@ def unwrap(data: bytes) -> tuple[bytes, int] | None:
             and _mid_token(lines[i].rstrip(b"\r"), out[i + 1])
             and not _NEW_RECORD.match(out[i + 1])
             and not _has_prefix(out[i + 1])
+            and out[i + 1][:12] != lines[head].rstrip(b"\r")[:12]  # starts as the line it would continue: a record of its own
         ):
             out[head] = out[head] + out[i + 1].rstrip(b" ")
             out[i + 1] = b""
