@@ -311,3 +311,12 @@ def test_store_wait_timeout_is_a_wait_not_a_crash(kb):
     # rank 1's c10d store wait ran out while unprefixed tokenizer progress ran on rank 0
     d, top = _top_of(kb, "real-holdout10/axolotl-rank0-tokenization-30min-rank1-store-timeout/log.txt")
     assert top.klass == "straggler-timeout"
+
+
+def test_unknown_exception_is_classed_by_the_subsystem_its_traceback_runs_through(kb):
+    # an exception no entry names, raised from verl's fsdp_utils.get_fsdp_wrap_policy
+    d, top = _top_of(kb, "real-holdout11/verl-gemma3-wrap-policy-class/log.txt")
+    assert top.klass == "fsdp-error"
+    # a traceback cut before its exception line, inside torchrun's rendezvous
+    d, top = _top_of(kb, "real-holdout8/vllm-torchrun-eaddrinuse-29500/log.txt")
+    assert top.klass == "rendezvous-init"

@@ -128,6 +128,7 @@ def _fact_events(scan: ScanResult) -> list[Event]:
 
 
 _CUT_AFTER = 12  # lines after a traceback's last frame within which its exception line would be
+_FRAMES_KEPT = 40  # frames of a cut traceback kept as its context
 
 
 def _cut_tracebacks(scan: ScanResult) -> list[Event]:
@@ -136,17 +137,18 @@ def _cut_tracebacks(scan: ScanResult) -> list[Event]:
     an exception event whose type is unknown, so the run is not called healthy."""
     ends = [f for f in scan.facts if f.fact in ("py-exception", "cpp-terminate", "cpp-what")]
     last: dict[tuple, object] = {}
-    for f in scan.facts:
-        if f.fact == "py-frame":
-            key = (f.source, f.rank, f.local_rank, f.host)
-            if key not in last or last[key].line < f.line:  # type: ignore[attr-defined]
-                last[key] = f
+    frames: dict[tuple, list[str]] = {}
+    for f in sorted((f for f in scan.facts if f.fact == "py-frame"), key=lambda f: f.line):
+        key = (f.source, f.rank, f.local_rank, f.host)
+        last[key] = f
+        frames.setdefault(key, []).append(f.text)
     out = []
     for (source, rank, local_rank, host), f in last.items():
         if any(e.source == source and e.rank == rank and e.local_rank == local_rank and 0 < e.line - f.line <= _CUT_AFTER for e in ends):
             continue
         out.append(Event("", "python-exception", TRACE, f.source, f.line, f.text, f.rank, f.local_rank, f.host,
-                         None, None, f.time, f.ts, {"value": "(a traceback cut off before its exception line)", "cut": "1"}))
+                         None, None, f.time, f.ts, {"value": "(a traceback cut off before its exception line)", "cut": "1"},
+                         frames[(source, rank, local_rank, host)][-_FRAMES_KEPT:]))
     return out
 
 

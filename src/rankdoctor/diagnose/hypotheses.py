@@ -10,6 +10,7 @@ describes each hypothesis and ``scoring.py`` weighs them all in one place.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import Enum
 
@@ -121,22 +122,32 @@ def generate(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> list[H
             if 2 <= len(ranks) <= MAX_SET and len(ranks) < len(table.expected):
                 add(entry, tuple(sorted(ranks)), kind)
 
-    # 3. failures no entry names: the generic entry for the failing rank
+    # 3. failures no entry names: the generic entry for the failing rank, and the entries
+    # whose subsystem the exception's traceback passes through
     named_lines = {e.where for e in events if e.entry and e.role == "cause"}
     generic = {f.value: e for e in kb for f in e.fallback_for}
-    for rw in table.rows.values():
-        for ev in rw.failures:
-            if ev.where in named_lines:
-                continue
-            key = "exception" if ev.role == TRACE else "abort" if ev.role == FATAL else None
-            if key and key in generic:
-                add(generic[key], (rw.rank,), Kind.generic)
-                add(generic[key], (), Kind.generic)
-    for ev in table.unranked_failures:
+    unnamed = [(rw.rank, ev) for rw in table.rows.values() for ev in rw.failures]
+    unnamed += [(None, ev) for ev in table.unranked_failures]
+    for rank, ev in unnamed:
+        if ev.where in named_lines:
+            continue
         key = "exception" if ev.role == TRACE else "abort" if ev.role == FATAL else None
-        if key and key in generic and ev.where not in named_lines:
-            add(generic[key], (), Kind.generic)
+        candidates = [generic[key]] if key in generic else []
+        if key == "exception":
+            candidates += framed_entries(kb, ev)
+        for entry in candidates:
+            if rank is not None:
+                add(entry, (rank,), Kind.generic)
+            add(entry, (), Kind.generic)
     return list(out.values())
+
+
+def framed_entries(kb: KnowledgeBase, ev: Event) -> list[Entry]:
+    """Entries whose ``traceback_frames`` match a frame of the exception's traceback."""
+    frames = [ln for ln in [*ev.context, ev.text] if 'File "' in ln]
+    if not frames:
+        return []
+    return [e for e in kb if e.traceback_frames and any(re.search(rx, ln) for rx in e.traceback_frames for ln in frames)]
 
 
 def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspects:

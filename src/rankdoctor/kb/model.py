@@ -198,6 +198,14 @@ class Entry(_Strict):
     signatures: list[Signature] = Field(min_length=1)
     explains: list[Explains] = Field(default_factory=list)
     fallback_for: list[Fallback] = Field(default_factory=list)
+    traceback_frames: list[str] = Field(
+        default_factory=list,
+        description=(
+            "regexes on traceback frame lines ('File \"path\", line N, in func'): an exception no "
+            "entry names, whose traceback passes through a matching frame, is proposed for this "
+            "entry - the generic explanation of failures in one subsystem (FSDP, checkpointing, ...)"
+        ),
+    )
     confirm: list[Step] = Field(min_length=1)
     fix: list[Step] = Field(min_length=1)
     prevention: list[str] = Field(min_length=1)
@@ -230,3 +238,14 @@ class Entry(_Strict):
             if s.id == sig_id:
                 return s
         raise KeyError(sig_id)
+
+
+    @field_validator("traceback_frames")
+    @classmethod
+    def _frames_compile(cls, v: list[str]) -> list[str]:
+        for rx in v:
+            try:
+                re.compile(rx)
+            except re.error as exc:
+                raise ValueError(f"traceback_frames regex does not compile: {rx!r}: {exc}") from exc
+        return v

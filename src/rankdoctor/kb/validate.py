@@ -66,11 +66,12 @@ def every_signature_has_an_example(kb: "KnowledgeBase") -> Iterator[str]:
 
 
 def entry_explains_or_causes(kb: "KnowledgeBase") -> Iterator[str]:
-    """An entry must be reachable: a cause signature, or a cross-rank finding it explains,
-    or at least a symptom (then it can only be reported as inconclusive)."""
+    """An entry must be reachable: a cause signature, a cross-rank finding it explains,
+    traceback frames that propose it for an unnamed exception, or at least a symptom (then
+    it can only be reported as inconclusive)."""
     for e in kb:
         roles = {s.role.value for s in e.signatures}
-        if not e.explains and roles == {"context"}:
+        if not e.explains and not e.traceback_frames and roles == {"context"}:
             yield f"{_where(kb, e.id)}: only context signatures and no `explains`: it can never be reported"
 
 
