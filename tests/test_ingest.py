@@ -208,3 +208,18 @@ def test_file_gone_before_it_is_read(kb, tmp_path):
     warn = [w for i in res.inputs for w in i.warnings]
     assert warn == [f"{gone}: cannot read: No such file or directory"]
     assert [i.lines for i in res.inputs if i.path == str(kept)] == [1]
+
+
+
+def test_docker_compose_style_host_pipe_prefix():
+    from rankdoctor.ingest.prefix import parse_prefix, sniff_dialect
+
+    from .conftest import SCENARIOS
+
+    # SageMaker / docker compose print "<host> | <message>"
+    lines = (SCENARIOS / "real-holdout11" / "mmdet-mpirun-local-rank-devices" / "log.txt").read_text().splitlines()
+    dialect = sniff_dialect(lines[:50])
+    line = "gsb2fnng0z-algo-1-6pcq6 |  Process name: [[8472,1],2]"
+    a, at = parse_prefix(line, dialect)
+    assert a.host == "gsb2fnng0z-algo-1-6pcq6"
+    assert line[at:].strip() == "Process name: [[8472,1],2]"

@@ -112,6 +112,10 @@ def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, 
                 a.host = text[pos:colon]
                 pos = colon + 2
                 continue
+            if (m := _P_HOST_PIPE.match(text, pos)) and m["host"] in dialect.hosts:
+                a.host = m["host"]
+                pos = m.end()
+                continue
         if pos == 0 and (m := _P_GREPFILE.match(text)):
             from .names import attribution_from_name  # names.py imports this module
 
@@ -166,7 +170,9 @@ def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, 
 
 
 _SNIFF_SRUN = re.compile(r" {0,4}\d{1,5} ?: ")
-_SNIFF_HOST = re.compile(r"([A-Za-z][\w.-]{1,62}): ")
+_SNIFF_HOST = re.compile(r"([A-Za-z][\w.-]{1,62})(?:: | +\| )")
+# docker compose / SageMaker style "service-or-host | message"
+_P_HOST_PIPE = re.compile(r"(?P<host>[A-Za-z][\w.-]{1,62}) +\| ?")
 # A message whose subject is the printing rank: training scripts and frameworks print
 # "rank 2 step 6: loss is inf", "[Rank 3] ...", "Rank 0: ...", "rank=1 ...", after an
 # optional level and logger name ("WARNING train: "). Only the message's first words are
