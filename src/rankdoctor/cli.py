@@ -261,6 +261,59 @@ def flight_recorder(
     raise typer.Exit(report.exit_code)
 
 
+@app.command("stacks")
+def stacks(
+    paths: list[str] = typer.Argument(..., help="Stack dumps (py-spy text or --json, faulthandler), one per rank, or folders holding them; the rank is read from the file name (pyspy_rank3.txt)."),
+    fmt: Format = typer.Option(Format.text, "--format", "-f", help="text or json."),
+    depth: int = typer.Option(3, "--depth", min=1, max=20, help="Innermost frames that must agree for two ranks to be in one group."),
+) -> None:
+    """Group the ranks of a hung job by where their main thread is, like STAT: the ranks
+    that are somewhere else than the rest are the ones to look at. Exit status: 0 all in one
+    place, 1 odd ranks found, 3 no clear majority, 2 input error."""
+    from .ingest.stacks import group_by_stack, outliers, read_stack_dumps
+
+    missing = [p for p in paths if not Path(p).exists()]
+    if missing:
+        _fail(f"{missing[0]}: no such file or directory")
+    dumps, skipped = read_stack_dumps([Path(p) for p in paths])
+    if not dumps:
+        _fail(skipped[0] if skipped else "no stack dumps found (py-spy dump text or --json, or faulthandler output)")
+    groups = group_by_stack(dumps, depth)
+    odd = outliers(groups)
+    code = 0 if len(groups) == 1 else (1 if odd else 3)
+    if fmt is Format.json:
+        import json
+
+        typer.echo(json.dumps({
+            "schema": "rankdoctor.stacks/v1",
+            "dumps": len(dumps),
+            "groups": [
+                {"ranks": g.ranks, "unranked_dumps": g.sources, "frames": [str(f) for f in g.where], "odd": g in odd}
+                for g in groups
+            ],
+            "skipped": skipped,
+        }, indent=2))
+        raise typer.Exit(code)
+    from .diagnose.collectives import compress_ranks
+
+    kinds = sorted({d.fmt for d in dumps})
+    typer.echo(f"rankdoctor stacks  ·  {len(dumps)} dump(s) ({', '.join(kinds)})  ·  {len(groups)} place(s)")
+    for line in skipped:
+        typer.echo(f"warning: {line}")
+    for g in groups:
+        n = len(g.ranks) + len(g.sources)
+        who = f"rank{'s' if len(g.ranks) > 1 else ''} {compress_ranks(g.ranks)}" if g.ranks else ""
+        if g.sources:
+            who = (who + ", " if who else "") + ", ".join(Path(s).name for s in g.sources)
+        mark = "  <- the odd one(s) out" if g in odd else ""
+        typer.echo(f"{n} process(es) [{who}]{mark}")
+        for i, f in enumerate(g.where):
+            typer.echo(f"    {'in' if i == 0 else 'from'} {f}")
+    if len(groups) > 1 and not odd:
+        typer.echo("no place holds most ranks: compare the groups by hand")
+    raise typer.Exit(code)
+
+
 @app.command()
 def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback by default: logs stay on this machine)."),

@@ -1,0 +1,200 @@
+"""Stack dumps of hung ranks, and ranks grouped by where they are, like STAT.
+
+A hang leaves every rank blocked somewhere; the few ranks blocked somewhere else are the
+ones to look at ("63 ranks in backward at train.py:88; rank 37 in read_shard at
+data.py:41"). This reads the dumps engineers take from a live job:
+
+- ``py-spy dump --pid P`` text: ``Process P: cmd`` / ``Thread T (idle|active): "name"`` /
+  ``    func (file:line)`` frames, innermost first;
+- ``py-spy dump --pid P --json``: a list of threads with ``frames`` (innermost first);
+- Python's faulthandler: ``Thread 0x... (most recent call first):`` /
+  ``  File "file", line N in func``.
+
+One dump per rank: the rank comes from the file name (``pyspy_rank3.txt``,
+``rank_3/stack.json``), as for logs. Nothing here guesses a rank it cannot read.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .names import attribution_from_name
+
+MAX_BYTES = 8 * 1024 * 1024  # a stack dump of one process is kilobytes; more is not one
+
+
+@dataclass(frozen=True)
+class Frame:
+    func: str
+    file: str
+    line: int | None
+
+    def __str__(self) -> str:
+        return f"{self.func} ({self.file}:{self.line})" if self.line is not None else f"{self.func} ({self.file})"
+
+
+@dataclass
+class Thread:
+    name: str
+    frames: list[Frame]  # innermost first
+    active: bool | None = None
+
+
+@dataclass
+class StackDump:
+    source: str
+    fmt: str  # py-spy | py-spy-json | faulthandler
+    pid: int | None = None
+    rank: int | None = None
+    threads: list[Thread] = field(default_factory=list)
+
+    @property
+    def main(self) -> Thread | None:
+        """The thread the training loop runs in: MainThread, else the first one dumped."""
+        for t in self.threads:
+            if t.name == "MainThread":
+                return t
+        return self.threads[0] if self.threads else None
+
+
+_PYSPY_PROCESS = re.compile(r"^Process (\d+): ", re.M)
+_PYSPY_THREAD = re.compile(r'^Thread (?:0x[0-9A-Fa-f]+|\d+) \((idle|active)[^)]*\)(?:: "([^"]*)")?\s*$')
+_PYSPY_FRAME = re.compile(r"^\s{2,}(\S.*?) \(([^()]*?)(?::(\d+))?\)\s*$")
+_FH_THREAD = re.compile(r"^(?:Current thread|Thread) (0x[0-9A-Fa-f]+) \(most recent call first\):\s*$")
+_FH_FRAME = re.compile(r'^\s+File "([^"]+)", line (\d+) in (\S+)\s*$')
+
+
+def parse_stack_dump(text: str, source: str = "<text>") -> StackDump | None:
+    """The dump in ``text``, or None when it is not one of the formats above."""
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        return _parse_pyspy_json(stripped, source)
+    if _PYSPY_PROCESS.search(text) and any(_PYSPY_THREAD.match(ln) for ln in text.splitlines()):
+        return _parse_pyspy_text(text, source)
+    if any(_FH_THREAD.match(ln) for ln in text.splitlines()):
+        return _parse_faulthandler(text, source)
+    return None
+
+
+def _parse_pyspy_text(text: str, source: str) -> StackDump:
+    dump = StackDump(source, "py-spy")
+    if (m := _PYSPY_PROCESS.search(text)):
+        dump.pid = int(m.group(1))
+    current: Thread | None = None
+    for ln in text.splitlines():
+        if (m := _PYSPY_THREAD.match(ln)):
+            current = Thread(m.group(2) or "", [], m.group(1) == "active")
+            dump.threads.append(current)
+        elif current is not None and (m := _PYSPY_FRAME.match(ln)):
+            current.frames.append(Frame(m.group(1), m.group(2), int(m.group(3)) if m.group(3) else None))
+    return dump
+
+
+def _parse_pyspy_json(text: str, source: str) -> StackDump | None:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(data, list) or not all(isinstance(t, dict) and isinstance(t.get("frames"), list) for t in data):
+        return None
+    dump = StackDump(source, "py-spy-json")
+    for t in data:
+        if dump.pid is None and isinstance(t.get("pid"), int):
+            dump.pid = t["pid"]
+        frames = []
+        for f in t["frames"]:
+            if not isinstance(f, dict):
+                continue
+            line = f.get("line")
+            frames.append(Frame(str(f.get("name", "?")), str(f.get("short_filename") or f.get("filename") or "?"),
+                                line if isinstance(line, int) else None))
+        active = t.get("active")
+        dump.threads.append(Thread(str(t.get("thread_name") or ""), frames, active if isinstance(active, bool) else None))
+    return dump
+
+
+def _parse_faulthandler(text: str, source: str) -> StackDump:
+    dump = StackDump(source, "faulthandler")
+    current: Thread | None = None
+    for ln in text.splitlines():
+        if (m := _FH_THREAD.match(ln)):
+            # faulthandler names threads only by id; the first one it prints is the current thread
+            current = Thread("MainThread" if not dump.threads else m.group(1), [])
+            dump.threads.append(current)
+        elif current is not None and (m := _FH_FRAME.match(ln)):
+            current.frames.append(Frame(m.group(3), _short(m.group(1)), int(m.group(2))))
+    return dump
+
+
+def _short(path: str) -> str:
+    """site-packages paths as py-spy shortens them: torch/autograd/graph.py."""
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in path:
+            return path.split(marker, 1)[1]
+    return path
+
+
+def read_stack_dumps(paths: list[Path]) -> tuple[list[StackDump], list[str]]:
+    """The stack dumps among ``paths`` (files, or folders searched recursively), and one
+    line per file that could not be read as one."""
+    dumps: list[StackDump] = []
+    skipped: list[str] = []
+    files: list[Path] = []
+    for p in paths:
+        files.extend(sorted(q for q in p.rglob("*") if q.is_file()) if p.is_dir() else [p])
+    for f in files:
+        try:
+            if f.stat().st_size > MAX_BYTES:
+                skipped.append(f"{f}: larger than {MAX_BYTES // (1024 * 1024)} MB, not a stack dump")
+                continue
+            text = f.read_bytes().decode("utf-8", "replace")
+        except OSError as exc:
+            skipped.append(f"{f}: {exc.strerror or exc}")
+            continue
+        dump = parse_stack_dump(text, str(f))
+        if dump is None:
+            continue
+        named = attribution_from_name(str(f))
+        dump.rank = named.rank if named.rank is not None else named.local_rank  # torchrun log dirs: one node
+        dumps.append(dump)
+    return dumps, skipped
+
+
+@dataclass
+class Group:
+    where: tuple[Frame, ...]  # the innermost frames the ranks share, innermost first
+    ranks: list[int]
+    sources: list[str]  # dumps without a rank, by file
+
+
+def group_by_stack(dumps: list[StackDump], depth: int = 3) -> list[Group]:
+    """Ranks grouped by their main thread's ``depth`` innermost frames, largest group first."""
+    groups: dict[tuple[Frame, ...], Group] = {}
+    seen: set[int] = set()
+    for d in dumps:
+        if d.rank is not None:
+            if d.rank in seen:
+                continue  # one dump per rank (a text and a --json dump of one process)
+            seen.add(d.rank)
+        main = d.main
+        key = tuple(main.frames[:depth]) if main else ()
+        g = groups.setdefault(key, Group(key, [], []))
+        if d.rank is not None:
+            g.ranks.append(d.rank)
+        else:
+            g.sources.append(d.source)
+    out = list(groups.values())
+    for g in out:
+        g.ranks.sort()
+    return sorted(out, key=lambda g: (-(len(g.ranks) + len(g.sources)), g.ranks[:1]))
+
+
+def outliers(groups: list[Group]) -> list[Group]:
+    """The groups apart from the one most ranks are in, when there is a clear majority."""
+    if len(groups) < 2:
+        return []
+    sizes = [len(g.ranks) + len(g.sources) for g in groups]
+    return groups[1:] if sizes[0] > sizes[1] else []

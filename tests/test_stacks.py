@@ -1,0 +1,65 @@
+"""Stack dumps (py-spy text and --json, faulthandler) and ranks grouped by where they are."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rankdoctor.ingest.stacks import group_by_stack, outliers, parse_stack_dump, read_stack_dumps
+
+from .conftest import run_cli
+
+STACKS = Path(__file__).parent / "stacks"
+PYSPY = STACKS / "pyspy-silent-hang-w4-r1"
+FAULTHANDLER = STACKS / "faulthandler-silent-hang-w3-r1"
+
+
+def test_pyspy_text_and_json_read_the_same_frames():
+    text = parse_stack_dump((PYSPY / "pyspy_rank1.txt").read_text(), "pyspy_rank1.txt")
+    js = parse_stack_dump((PYSPY / "pyspy_rank1.json").read_text(), "pyspy_rank1.json")
+    assert text.fmt == "py-spy" and js.fmt == "py-spy-json"
+    assert text.pid == js.pid
+    assert [(f.func, f.line) for f in text.main.frames] == [(f.func, f.line) for f in js.main.frames]
+    assert str(text.main.frames[0]) == "read_shard (silent_hang.py:27)"
+
+
+def test_faulthandler_dump_in_a_stderr_log():
+    (stderr,) = FAULTHANDLER.glob("logs/*/attempt_0/1/stderr.log")
+    d = parse_stack_dump(stderr.read_text(), str(stderr))
+    assert d.fmt == "faulthandler"
+    assert d.main.frames[0].func == "read_shard" and d.main.frames[0].line == 27
+
+
+def test_the_rank_blocked_elsewhere_is_the_odd_one_out():
+    for folder in (PYSPY, FAULTHANDLER):
+        dumps, skipped = read_stack_dumps([folder])
+        groups = group_by_stack(dumps)
+        odd = outliers(groups)
+        assert [g.ranks for g in odd] == [[1]], folder
+        assert groups[0].where[0].func == "_engine_run_backward"
+
+
+def test_cli_text_and_json():
+    r = run_cli("stacks", str(PYSPY))
+    out = r.stdout.decode()
+    assert r.returncode == 1  # odd ranks found
+    assert "[rank 1]  <- the odd one(s) out" in out and "in read_shard (silent_hang.py:27)" in out
+    r = run_cli("stacks", str(PYSPY), "--format", "json")
+    data = json.loads(r.stdout)
+    assert data["schema"] == "rankdoctor.stacks/v1"
+    assert [g["ranks"] for g in data["groups"] if g["odd"]] == [[1]]
+
+
+def test_no_dumps_is_a_one_line_error(tmp_path):
+    (tmp_path / "a.log").write_text("INFO train: step 1 loss 2.0\n")
+    (tmp_path / "b.bin").write_bytes(bytes(range(256)) * 64)
+    r = run_cli("stacks", str(tmp_path))
+    err = r.stderr.decode()
+    assert r.returncode == 2 and err.count("\n") == 1 and "no stack dumps found" in err
+    r = run_cli("stacks", str(tmp_path / "missing"))
+    assert r.returncode == 2 and "no such file" in r.stderr.decode()
+
+
+def test_malformed_json_is_not_a_dump():
+    assert parse_stack_dump('[{"frames": 3}]') is None
+    assert parse_stack_dump("[not json") is None
