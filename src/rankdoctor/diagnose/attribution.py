@@ -306,7 +306,9 @@ def _launcher_aborts(events: list[Event], summary: LauncherSummary) -> list[Even
 
 def _world(scan: ScanResult, events: list[Event], summary: LauncherSummary) -> tuple[set[int], int | None]:
     seen = set(scan.ranks_seen)
-    seen |= {e.rank for e in events if e.rank is not None}
+    # a rank inferred from a GPU index attributes that line; it says nothing about how many
+    # ranks the job has (the other ranks' output may simply not be here)
+    seen |= {e.rank for e in events if e.rank is not None and e.captures.get("rank_from") != "device"}
     seen |= {r.rank for r in summary.records if r.rank is not None}
     size = None
     for f in scan.facts:
