@@ -63,3 +63,4 @@ def test_no_dumps_is_a_one_line_error(tmp_path):
 def test_malformed_json_is_not_a_dump():
     assert parse_stack_dump('[{"frames": 3}]') is None
     assert parse_stack_dump("[not json") is None
+    assert parse_stack_dump("[" * 100_000 + "]" * 100_000) is None  # hostile nesting

@@ -96,7 +96,7 @@ def _parse_pyspy_text(text: str, source: str) -> StackDump:
 def _parse_pyspy_json(text: str, source: str) -> StackDump | None:
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than any dump
         return None
     if not isinstance(data, list) or not all(isinstance(t, dict) and isinstance(t.get("frames"), list) for t in data):
         return None
