@@ -320,3 +320,15 @@ def test_unknown_exception_is_classed_by_the_subsystem_its_traceback_runs_throug
     # a traceback cut before its exception line, inside torchrun's rendezvous
     d, top = _top_of(kb, "real-holdout8/vllm-torchrun-eaddrinuse-29500/log.txt")
     assert top.klass == "rendezvous-init"
+
+
+def test_unprefixed_device_assert_belongs_to_the_rank_whose_traceback_follows(kb):
+    # the kernel's "Assertion `... index out of bounds` failed." lines carry no prefix; [rank1]'s traceback follows
+    d, top = _top_of(kb, "real-holdout13/yolo-world-ddp-val-classes/log.txt")
+    assert (top.klass, top.initiating_rank) == ("device-assert", 1)
+
+
+def test_watchdog_reports_without_seqnum_in_different_ops_are_a_desync(kb):
+    # older watchdog lines without SeqNum: rank 0 in ALLREDUCE, ranks 1-4,7 in BROADCAST
+    d, top = _top_of(kb, "real-holdout13/accelerate-epoch-end-allreduce-vs-broadcast/log.txt")
+    assert top.klass == "collective-desync"

@@ -39,6 +39,7 @@ from .scan import Scanner
 
 NAMES = list(FEATURES)
 LAMBDAS = (0.03, 0.1, 0.3, 1.0, 3.0)
+LAMBDA_KEEP = 0.01  # a new lambda must beat the committed one's cross-validated log loss by 1 %
 FOLDS = 5
 # Candidates for the share of an entry's probability a rank set needs to be named. The
 # cross-validated choice flipped between 0.4 and 0.6 from one corpus change to the next
@@ -189,6 +190,13 @@ def predict(c: Case, weights: Weights) -> Prediction:
     return Prediction(c.name, label["class"], label["rank"], got_class, got_rank, conf, class_ok, rank_ok, failed_run)
 
 
+def _committed_lambda(path: Path) -> float | None:
+    try:
+        return float(json.loads(path.read_text(encoding="utf-8"))["fitted"]["lambda"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def confident_wrong(p: Prediction, threshold: float) -> bool:
     """Diagnosed (confidence at the threshold or above) and wrong: the class, or a rank
     named that is not the labelled one."""
@@ -299,15 +307,20 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"weights.json is current (largest weight change {drift:.4f})")
         return 0
-    best = None
+    losses: dict[float, float] = {}
     for lam in LAMBDAS:
         preds, loss = cross_validate(cases, lam)
+        losses[lam] = loss
         failed = [p for p in preds if p.failed_run]
         print(f"lambda {lam:<5} cross-validated: log loss {loss:.1f}, class {sum(p.class_ok for p in failed)}/{len(failed)}, "
               f"rank {sum(p.rank_ok for p in failed if p.want_rank is not None)}/{sum(p.want_rank is not None for p in failed)}")
-        if best is None or loss < best[0]:
-            best = (loss, lam, preds)
-    _, lam, _ = best
+    lam = min(losses, key=lambda k: losses[k])
+    # keep the committed lambda unless another is clearly better: two lambdas a hair apart in
+    # log loss would otherwise flip the model, and every verdict near the threshold, from
+    # one refit to the next
+    previous = _committed_lambda(a.out)
+    if previous in losses and losses[previous] <= losses[lam] * (1 + LAMBDA_KEEP):
+        lam = previous
     rank_share = choose_rank_share(cases, lam)
     preds, _ = cross_validate(cases, lam, rank_share)
     threshold = choose_threshold(preds)

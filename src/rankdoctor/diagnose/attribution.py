@@ -44,7 +44,7 @@ def attribute(kb: KnowledgeBase, scan: ScanResult) -> Attributed:
     summary = read_launcher(scan.facts)
     events = _escalate_repeats(kb, _dedupe(scan.events)) + _fact_events(scan)
     events = _inside_launcher_records(events, summary)
-    events = _one_rank_sources(_device_owners([_stream_owner(e) for e in events]), scan)
+    events = _one_rank_sources(_device_owners(_stream_below([_stream_owner(e) for e in events])), scan)
     to_global = _local_rank_mapping(events, summary, scan)
     events = [_globalised(e, to_global) for e in events]
     summary = replace(
@@ -244,6 +244,34 @@ def _stream_owner(ev: Event) -> Event:
             out.captures["rank_from"] = "stream"
             return out
     return ev
+
+
+_BELOW_LOOKAHEAD = 200  # lines below an unprefixed failure line searched for the rank whose output follows
+
+
+def _stream_below(events: list[Event]) -> list[Event]:
+    """An unprefixed failure line with no ranked line above it (a CUDA kernel's device-side
+    assert, printed by the driver without the launcher's prefix) belongs to the rank whose
+    prefixed output comes next in the same file - its traceback follows - when only one rank
+    prints in between."""
+    ranked: dict[str, list[Event]] = {}
+    for e in events:
+        if e.rank is not None and "launcher" not in e.captures:
+            ranked.setdefault(e.source, []).append(e)
+    for lst in ranked.values():
+        lst.sort(key=lambda e: e.line)
+    out = []
+    for ev in events:
+        if ev.rank is None and ev.local_rank is None and ev.role in (TRACE, FATAL, "cause") and "rank_from" not in ev.captures:
+            below = [e for e in ranked.get(ev.source, ()) if 0 < e.line - ev.line <= _BELOW_LOOKAHEAD]
+            above = [e for e in ranked.get(ev.source, ()) if e.line < ev.line]
+            if below and not above:
+                nxt = below[0]
+                if all(e.rank == nxt.rank for e in below if e.line - nxt.line <= 20):
+                    ev = ev.copy(rank=nxt.rank, host=ev.host or nxt.host)
+                    ev.captures["rank_from"] = "stream-below"
+        out.append(ev)
+    return out
 
 
 def _one_rank_sources(events: list[Event], scan: ScanResult) -> list[Event]:

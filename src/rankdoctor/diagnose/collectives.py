@@ -87,17 +87,19 @@ def analyse(events: list[Event], expected_ranks: set[int] | None, present: set[i
     enq = {r: rep.last_enqueued for r, rep in reports.items() if rep.last_enqueued is not None}
     barrier_like = any(rep.op == "ALLREDUCE" and rep.numel_in == 1 for rep in reports.values())
 
-    # 1. different collectives at the same sequence number
-    if len(set(seqs.values())) == 1 and len({v for v in ops.values()}) > 1:
+    # 1. different collectives at the same sequence number (or with none printed: older
+    # releases' "WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=...)" - ranks hung in different
+    # operations all the same)
+    if len(set(seqs.values())) <= 1 and len({v for v in ops.values()}) > 1:
         culprits, clear = minority(ops)
         detail = _grouped(ops, lambda v: f"{v[0]}{'' if v[1] is None else f' NumelIn={v[1]}'}", culprits if clear else [])
-        seq = next(iter(seqs.values()))
+        where = f"at SeqNum={next(iter(seqs.values()))} " if seqs else ""
         return CollectiveFinding(
             "desync",
             culprits,
             reporting,
-            f"at SeqNum={seq} the ranks wait in different collectives ({detail})",
-            0.9 if clear else 0.75,
+            f"{where}the ranks wait in different collectives ({detail})",
+            (0.9 if clear else 0.75) if seqs else (0.8 if clear else 0.65),
             barrier_like,
             reports,
         )

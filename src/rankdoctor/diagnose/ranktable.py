@@ -132,6 +132,8 @@ def first_collective_hang(table: "RankTable") -> bool:
     1): the communicator never moved any data, which is a transport or topology problem
     (P2P through an IOMMU, a firewall, a wrong interface), not a rank that fell behind
     in the middle of training."""
+    if table.coll is not None and table.coll.kind == "absent":
+        return False  # a rank never reached the collective the others wait in: it is late, not the transport
     seqs = [rw.report.seq if rw.report.seq is not None else rw.report.last_enqueued
             for rw in table.rows.values() if rw.report is not None]
     known = [s for s in seqs if s is not None]
