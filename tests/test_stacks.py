@@ -9,9 +9,9 @@ from rankdoctor.ingest.stacks import group_by_stack, outliers, parse_stack_dump,
 
 from .conftest import run_cli
 
-STACKS = Path(__file__).parent / "stacks"
-PYSPY = STACKS / "pyspy-silent-hang-w4-r1"
-FAULTHANDLER = STACKS / "faulthandler-silent-hang-w3-r1"
+STACKS = Path(__file__).parent / "scenarios" / "lab-stacks"
+PYSPY = STACKS / "silent-hang-pyspy-w4-r1"
+FAULTHANDLER = STACKS / "silent-hang-faulthandler-w3-r1"
 
 
 def test_pyspy_text_and_json_read_the_same_frames():
@@ -64,3 +64,22 @@ def test_malformed_json_is_not_a_dump():
     assert parse_stack_dump('[{"frames": 3}]') is None
     assert parse_stack_dump("[not json") is None
     assert parse_stack_dump("[" * 100_000 + "]" * 100_000) is None  # hostile nesting
+
+
+def test_diagnose_weighs_the_stacks_with_the_logs():
+    # py-spy dumps next to the console: left out of the log scan, weighed as evidence
+    r = run_cli("diagnose", str(PYSPY), "--format", "json")
+    d = json.loads(r.stdout)
+    assert d["diagnoses"][0]["class"] == "straggler-timeout" and d["diagnoses"][0]["initiating_rank"] == 1
+    assert not any("pyspy_rank" in i["path"] for i in d["inputs"])  # the dumps are not scanned as logs
+    # faulthandler dumps inside each rank's stderr.log: the logs are scanned and the stacks read
+    r = run_cli("diagnose", str(FAULTHANDLER), "--format", "json")
+    d = json.loads(r.stdout)
+    assert d["diagnoses"][0]["initiating_rank"] == 1
+
+
+def test_a_stack_inside_a_collective_is_not_a_straggler_stack():
+    from rankdoctor.ingest.stacks import Frame, in_collective
+
+    assert in_collective([Frame("all_reduce", "torch/distributed/distributed_c10d.py", 3252)])
+    assert not in_collective([Frame("read_shard", "silent_hang.py", 27), Frame("main", "silent_hang.py", 38)])

@@ -77,6 +77,7 @@ class ScanResult:
     hosts_seen: set[str] = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
     tails: list[Fact] = field(default_factory=list)  # each source's last lines: last signs of life
+    stacks: list = field(default_factory=list)  # stack dumps among the inputs (ingest.stacks.StackDump)
 
     def extend(self, other: "ScanResult") -> None:
         self.events.extend(other.events)

@@ -29,7 +29,12 @@ def diagnose_paths(
     (the scan may have called it already, while its workers ran).
     Raises InputError / DumpError for input that cannot be read."""
     dumps, problems, dump_files = dumps_near(paths, fr) if use_fr else ([], [], set())
-    result = scan([s for s in expand_inputs(paths) if s.name not in dump_files])
+    sources = [s for s in expand_inputs(paths) if s.name not in dump_files]
+    from .ingest.stacks import stacks_among
+
+    stacks, stack_files = stacks_among(sources)
+    result = scan([s for s in sources if s.name not in stack_files])
+    result.stacks = stacks
     result.warnings.extend(problems)
     report = None
     if dumps:

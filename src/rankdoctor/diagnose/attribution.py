@@ -11,7 +11,7 @@ recorded, and in a two-rank job names the other rank as the peer a line reports 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from ..events import Event, ScanResult
 from ..ingest.prefix import parse_prefix
@@ -38,6 +38,7 @@ class Attributed:
     summary: LauncherSummary
     seen: set[int]
     world_size: int | None
+    stacks: list = field(default_factory=list)  # stack dumps of the ranks (ingest.stacks.StackDump)
 
 
 def attribute(kb: KnowledgeBase, scan: ScanResult) -> Attributed:
@@ -57,7 +58,8 @@ def attribute(kb: KnowledgeBase, scan: ScanResult) -> Attributed:
     events = _launcher_aborts(events, summary)
     seen, world_size = _world(scan, events, summary)
     events = _peer_side(kb, events, seen, world_size)
-    return Attributed(events, summary, seen, world_size)
+    seen |= {d.rank for d in scan.stacks if d.rank is not None}
+    return Attributed(events, summary, seen, world_size, list(scan.stacks))
 
 
 def _peer_side(kb: KnowledgeBase, events: list[Event], seen: set[int], world_size: int | None) -> list[Event]:

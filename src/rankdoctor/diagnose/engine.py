@@ -65,7 +65,7 @@ def weigh(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, wei
     weights = weights or default_weights()
     att = attribute(kb, scan)
     if fr is not None:
-        att = Attributed(att.events + fr_events(fr), att.summary, att.seen, att.world_size)
+        att = Attributed(att.events + fr_events(fr), att.summary, att.seen, att.world_size, att.stacks)
     table = build_rank_table(kb, att, fr)
     failed = _shows_failure(att, table, fr)
     if not failed:

@@ -80,6 +80,7 @@ FEATURES: dict[str, str] = {
     "claim_smaller_side": "the ranks that report a mismatch and those that do not are split unevenly, and the claim is the smaller side",
     "claim_reporter_only": "the claimed rank's own failure is only its report of a collective mismatch (either side of a mismatch can be the one to report it)",
     "claim_main_busy": "the claimed rank is rank 0, which reports no wait, while lines of long work (progress, checkpoint writes) carry no rank: frameworks print those from the main process",
+    "claim_stack_odd": "stack dumps show the claimed ranks' main threads somewhere else than most ranks' (by overlap)",
     "claim_quiet": "the claimed rank stopped working well before the others (log of the gap, 10 min = 1)",
     "claim_late": "the claimed rank kept working after every other rank had stopped (log of the gap)",
     "claim_behind": "the claimed rank's step counter is behind every other rank's",
@@ -254,6 +255,7 @@ def _claim(h: Hypothesis, cx: Context, causes: list[Event], evs: list[Event]) ->
     if total_named:
         f["claim_named"] = sum(cx.named.get(r, 0) for r in ranks) / total_named
     f["claim_main_busy"] = float(ranks == {0} and 0 in cx.main_busy)
+    f["claim_stack_odd"] = _cover(ranks, table.stack_odd)
     f["claim_quiet"] = min(_gap_score(cx.quiet.get(r, 0.0), cx.timeout) for r in ranks)
     f["claim_late"] = min(_gap_score(cx.late.get(r, 0.0), cx.timeout) for r in ranks)
     f["claim_behind"] = float(ranks <= cx.behind)

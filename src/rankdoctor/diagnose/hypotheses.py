@@ -186,6 +186,10 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
         if rw.own_failure and not rw.failures:  # died (exit status) with no line of its own
             dead.add(rw.rank)
     straggler |= main_process_busy(kb, table, events)
+    # stack dumps: the ranks whose main thread is elsewhere than most ranks': inside another
+    # collective (a desync), or outside any (late or stuck: a straggler)
+    desync |= table.stack_odd_collective
+    straggler |= table.stack_odd - table.stack_odd_collective
     quiet, late = quiet_gaps(table)
     # a gap shorter than ordinary jitter singles nobody out
     straggler |= {r for r, g in quiet.items() if g >= MIN_GAP}

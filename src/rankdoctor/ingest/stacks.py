@@ -137,6 +137,34 @@ def _short(path: str) -> str:
     return path
 
 
+def stacks_among(sources) -> tuple[list[StackDump], set[str]]:
+    """Stack dumps among log inputs (``ingest.sources.Source``), and the names of those that
+    are nothing but a dump (py-spy output: left out of the log scan). A faulthandler dump
+    inside a stderr log is read and the log is still scanned."""
+    dumps: list[StackDump] = []
+    pure: set[str] = set()
+    for src in sources:
+        if src.size is None or src.size == 0 or src.size > MAX_BYTES:
+            continue
+        try:
+            with src.opener() as f:
+                head = f.read(MAX_BYTES)
+        except (OSError, EOFError, ValueError):
+            continue
+        text = head.decode("utf-8", "replace")
+        if "Thread " not in text and "thread 0x" not in text and '"frames"' not in text:
+            continue  # the cheap test: every format names its threads or frames
+        dump = parse_stack_dump(text, src.name)
+        if dump is None or not dump.threads:
+            continue
+        named = attribution_from_name(src.name)
+        dump.rank = named.rank if named.rank is not None else named.local_rank
+        dumps.append(dump)
+        if dump.fmt != "faulthandler":
+            pure.add(src.name)
+    return dumps, pure
+
+
 def read_stack_dumps(paths: list[Path]) -> tuple[list[StackDump], list[str]]:
     """The stack dumps among ``paths`` (files, or folders searched recursively), and one
     line per file that could not be read as one."""
@@ -190,6 +218,18 @@ def group_by_stack(dumps: list[StackDump], depth: int = 3) -> list[Group]:
     for g in out:
         g.ranks.sort()
     return sorted(out, key=lambda g: (-(len(g.ranks) + len(g.sources)), g.ranks[:1]))
+
+
+_COLLECTIVE_FRAME = re.compile(
+    r"(?:all_?reduce|all_?gather|reduce_scatter|broadcast|barrier|all_to_all|\bi?send\b|\bi?recv\b|monitored_barrier)"
+    r"|distributed_c10d\.py|c10d_logger\.py",
+    re.I,
+)
+
+
+def in_collective(frames) -> bool:
+    """The stack is inside a torch.distributed collective call (its innermost frames)."""
+    return any(_COLLECTIVE_FRAME.search(f.func) or _COLLECTIVE_FRAME.search(f.file) for f in frames)
 
 
 def outliers(groups: list[Group]) -> list[Group]:
