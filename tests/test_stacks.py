@@ -83,3 +83,12 @@ def test_a_stack_inside_a_collective_is_not_a_straggler_stack():
 
     assert in_collective([Frame("all_reduce", "torch/distributed/distributed_c10d.py", 3252)])
     assert not in_collective([Frame("read_shard", "silent_hang.py", 27), Frame("main", "silent_hang.py", 38)])
+
+
+def test_diagnose_with_nothing_but_stack_dumps_says_what_it_read(tmp_path):
+    for f in PYSPY.glob("pyspy_rank*.txt"):
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+    r = run_cli("diagnose", str(tmp_path))
+    out = r.stdout.decode()
+    assert r.returncode == 0  # a stack dump alone does not prove a hang
+    assert "4 stack dump(s) read: rank(s) 1 are somewhere else than the others" in out

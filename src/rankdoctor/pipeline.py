@@ -33,7 +33,9 @@ def diagnose_paths(
     from .ingest.stacks import stacks_among
 
     stacks, stack_files = stacks_among(sources)
-    result = scan([s for s in sources if s.name not in stack_files])
+    logs = [s for s in sources if s.name not in stack_files]
+    # nothing but stack dumps: there are no logs to scan, the dumps are the evidence
+    result = scan(logs) if logs or not stacks else ScanResult()
     result.stacks = stacks
     result.warnings.extend(problems)
     report = None

@@ -147,6 +147,14 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, 
     seen = sorted(w.att.seen)
     count = w.att.world_size or (max(seen) + 1 if seen else 0)
     if not w.failed:
+        if w.table.stack_odd:
+            from .collectives import compress_ranks
+
+            warnings.append(
+                f"{len(scan.stacks)} stack dump(s) read: rank(s) {compress_ranks(sorted(w.table.stack_odd))} are somewhere else "
+                "than the others, but the logs show no failure or hang (a stack dump of a running job may look like this); "
+                "`rankdoctor stacks` groups them"
+            )
         return Diagnosis("no-failure-found", [], count, seen, inputs, warnings, table=w.table, weighing=w)
     ranked = answers(w, weights)
     findings = [to_finding(kb, a, w, weights) for a in ranked[:MAX_FINDINGS]]
