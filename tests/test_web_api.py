@@ -195,3 +195,14 @@ def test_upload_names_cannot_climb():
     assert clean_name("/abs/rank_3.log", "x") == "abs/rank_3.log"
     assert clean_name("a\\..\\b\x00.log", "x") == "a/b.log"
     assert clean_name("..", "fallback.log") == "fallback.log"
+
+
+def test_stack_dumps_uploaded_with_the_console_are_weighed(client):
+    case = SCENARIOS / "lab-stacks" / "silent-hang-pyspy-w4-r1"
+    files = [("files", ("console.log", (case / "console.log").read_bytes(), "text/plain"))]
+    files += [("files", (p.name, p.read_bytes(), "text/plain")) for p in sorted(case.glob("pyspy_rank*.txt"))]
+    r = client.post("/api/diagnose", files=files)
+    assert r.status_code == 200, r.text
+    top = r.json()["diagnoses"][0]
+    assert (top["class"], top["initiating_rank"]) == ("straggler-timeout", 1)
+    assert [i["path"] for i in r.json()["inputs"]] == ["console.log"]  # the dumps are evidence, not logs

@@ -40,11 +40,16 @@ class AppState:
 
     def run(self, uploads: list[Upload]) -> Report:
         """Scan and diagnose; 400 with the reason when nothing in the uploads is a text log."""
+        from ..ingest.stacks import stacks_among
+
         with self.lock:
-            scan = scan_sources(self.kb, [u.source() for u in uploads], self.scanner)
+            sources = [u.source() for u in uploads]
+            stacks, pure = stacks_among(sources)  # py-spy / faulthandler dumps: evidence, not logs
+            scan = scan_sources(self.kb, [s for s in sources if s.name not in pure], self.scanner)
+            scan.stacks = stacks
             apply_line_maps(scan, uploads)
             text_inputs = [i for i in scan.inputs if i.bytes and not any("not a text log" in w for w in i.warnings)]
-            if not text_inputs:
+            if not text_inputs and not stacks:
                 reasons = [w for i in scan.inputs for w in i.warnings]
                 raise HTTPException(400, reasons[0] if reasons else "empty input, nothing to diagnose")
             return Report(diagnose(self.kb, scan), scan)
