@@ -288,7 +288,9 @@ def _is_own_failure(ev: Event, symptom_lines: set[tuple[str, int]]) -> bool:
         name = ev.captures.get("value", "")
         return ev.where not in symptom_lines and not LAUNCHER_EXCEPTIONS.search(name)
     if ev.role == FATAL:
-        return ev.where not in symptom_lines
+        # "terminate called after throwing ..." whose what() just below is a timeout or lost
+        # peer report: the abort is how the wait ended, not a failure of the rank's own
+        return ev.where not in symptom_lines and not any((ev.source, ev.line + d) in symptom_lines for d in (1, 2, 3))
     return False
 
 
