@@ -137,18 +137,32 @@ def _short(path: str) -> str:
     return path
 
 
+SMALL_LOG = 1024 * 1024  # logs up to this size are searched whole for a faulthandler dump
+_HEAD = 64 * 1024
+
+
 def stacks_among(sources) -> tuple[list[StackDump], set[str]]:
     """Stack dumps among log inputs (``ingest.sources.Source``), and the names of those that
     are nothing but a dump (py-spy output: left out of the log scan). A faulthandler dump
-    inside a stderr log is read and the log is still scanned."""
+    inside a stderr log is read and the log is still scanned. Only the head of a large log
+    is read here (py-spy output starts with "Process N:" or a JSON list); faulthandler dumps
+    are looked for in logs of up to 1 MB, so big logs are not read twice."""
     dumps: list[StackDump] = []
     pure: set[str] = set()
     for src in sources:
-        if src.size is None or src.size == 0 or src.size > MAX_BYTES:
+        if not src.size:
             continue
         try:
             with src.opener() as f:
-                head = f.read(MAX_BYTES)
+                head = f.read(_HEAD)
+                head_text = head.decode("utf-8", "replace").lstrip()
+                pyspy_like = head_text.startswith(("[", "Process "))
+                if not pyspy_like and src.size > SMALL_LOG:
+                    continue
+                if src.size > _HEAD:
+                    if src.size > MAX_BYTES:
+                        continue
+                    head += f.read(MAX_BYTES)
         except (OSError, EOFError, ValueError):
             continue
         text = head.decode("utf-8", "replace")
