@@ -11,6 +11,7 @@ recorded, and in a two-rank job names the other rank as the peer a line reports 
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field, replace
 
 from ..events import Event, ScanResult
@@ -102,10 +103,8 @@ def _escalate_repeats(kb: KnowledgeBase, events: list[Event]) -> list[Event]:
         counts[(e.entry, e.signature)] = counts.get((e.entry, e.signature), 0) + 1
     out = []
     for e in events:
-        try:
-            n = kb.get(e.entry).signature(e.signature).repeat_cause
-        except KeyError:
-            n = None
+        sig = kb.signature(e.entry, e.signature)
+        n = sig.repeat_cause if sig is not None else None
         if n and counts[(e.entry, e.signature)] >= n and e.role != "cause":
             e = e.copy(role="cause")
             e.captures["repeats"] = str(counts[(e.entry, e.signature)])
@@ -137,7 +136,10 @@ def _cut_tracebacks(scan: ScanResult) -> list[Event]:
     """A traceback that stops at a frame, with no exception line after it (a paste cut
     short, a process killed while printing), still shows a failure: its last frame becomes
     an exception event whose type is unknown, so the run is not called healthy."""
-    ends = [f for f in scan.facts if f.fact in ("py-exception", "cpp-terminate", "cpp-what")]
+    ends: dict[tuple, list[int]] = {}  # where exception / abort lines are, per stream
+    for f in scan.facts:
+        if f.fact in ("py-exception", "cpp-terminate", "cpp-what"):
+            ends.setdefault((f.source, f.rank, f.local_rank), []).append(f.line)
     last: dict[tuple, object] = {}
     frames: dict[tuple, list[str]] = {}
     for f in sorted((f for f in scan.facts if f.fact == "py-frame"), key=lambda f: f.line):
@@ -146,7 +148,7 @@ def _cut_tracebacks(scan: ScanResult) -> list[Event]:
         frames.setdefault(key, []).append(f.text)
     out = []
     for (source, rank, local_rank, host), f in last.items():
-        if any(e.source == source and e.rank == rank and e.local_rank == local_rank and 0 < e.line - f.line <= _CUT_AFTER for e in ends):
+        if any(0 < line - f.line <= _CUT_AFTER for line in ends.get((source, rank, local_rank), ())):
             continue
         out.append(Event("", "python-exception", TRACE, f.source, f.line, f.text, f.rank, f.local_rank, f.host,
                          None, None, f.time, f.ts, {"value": "(a traceback cut off before its exception line)", "cut": "1"},
@@ -260,16 +262,19 @@ def _stream_below(events: list[Event]) -> list[Event]:
     for e in events:
         if e.rank is not None and "launcher" not in e.captures:
             ranked.setdefault(e.source, []).append(e)
-    for lst in ranked.values():
+    lines: dict[str, list[int]] = {}
+    for src, lst in ranked.items():
         lst.sort(key=lambda e: e.line)
+        lines[src] = [e.line for e in lst]
     out = []
     for ev in events:
         if ev.rank is None and ev.local_rank is None and ev.role in (TRACE, FATAL, "cause") and "rank_from" not in ev.captures:
-            below = [e for e in ranked.get(ev.source, ()) if 0 < e.line - ev.line <= _BELOW_LOOKAHEAD]
-            above = [e for e in ranked.get(ev.source, ()) if e.line < ev.line]
-            if below and not above:
-                nxt = below[0]
-                if all(e.rank == nxt.rank for e in below if e.line - nxt.line <= 20):
+            lst, at = ranked.get(ev.source, []), lines.get(ev.source, [])
+            first_below = bisect.bisect_right(at, ev.line)
+            if bisect.bisect_left(at, ev.line) == 0 and first_below < len(lst) and at[first_below] - ev.line <= _BELOW_LOOKAHEAD:
+                nxt = lst[first_below]  # no ranked line above it; the first one below
+                near = lst[first_below:bisect.bisect_right(at, min(nxt.line + 20, ev.line + _BELOW_LOOKAHEAD))]
+                if all(e.rank == nxt.rank for e in near):
                     ev = ev.copy(rank=nxt.rank, host=ev.host or nxt.host)
                     ev.captures["rank_from"] = "stream-below"
         out.append(ev)

@@ -12,8 +12,8 @@ All features are between 0 and 1 (counts are capped) so their weights can be com
 
 from __future__ import annotations
 
+import bisect
 import math
-import statistics
 from dataclasses import dataclass
 
 from ..events import Event
@@ -312,10 +312,8 @@ def _same_block(first: Event, lines: list[Event]) -> bool:
 
 
 def _weight(kb: KnowledgeBase, ev: Event) -> float:
-    try:
-        return kb.get(ev.entry).signature(ev.signature).weight
-    except KeyError:
-        return 1.0
+    sig = kb.signature(ev.entry, ev.signature)
+    return sig.weight if sig is not None else 1.0
 
 
 def _first_by_time(events: list[Event]) -> int | None:
@@ -364,13 +362,24 @@ def quiet_gaps(table: RankTable) -> tuple[dict[int, float], dict[int, float]]:
         return {}, {}
     quiet: dict[int, float] = {}
     late: dict[int, float] = {}
+    # the median and the maximum of the OTHER ranks' times, read off one sorted list (the
+    # list without one copy of this rank's time), so a thousand ranks cost one sort
+    ordered = sorted(last.values())
+    n = len(ordered)
+    m = n - 1  # how many others
     for r, ts in last.items():
-        others = [t for q, t in last.items() if q != r]
-        quiet[r] = max(0.0, statistics.median(others) - ts)
-        late[r] = max(0.0, ts - max(others))
+        at = bisect.bisect_left(ordered, ts)  # the copy of ts left out
+        lo, hi = _nth_other(ordered, at, (m - 1) // 2), _nth_other(ordered, at, m // 2)
+        quiet[r] = max(0.0, (lo + hi) / 2 - ts)
+        late[r] = max(0.0, ts - _nth_other(ordered, at, m - 1))
     # a rank is "quiet" only against a majority that went on: with two ranks, both are
     # measured against each other, so only the earlier one gets a gap
     return quiet, late
+
+
+def _nth_other(ordered: list[float], left_out: int, k: int) -> float:
+    """The k-th smallest of ``ordered`` once the element at ``left_out`` is removed."""
+    return ordered[k] if k < left_out else ordered[k + 1]
 
 
 def _gone(kb: KnowledgeBase, events: list[Event]) -> dict[int, int]:
@@ -396,12 +405,13 @@ def outlived_peers(table: RankTable) -> tuple[set[int], set[int]]:
     a crash or a straggler: the peers ran their program to the end, so the waiting rank was
     in a collective they never issued (an extra collective: a desync that started on it).
     """
-    quiet, _ = quiet_gaps(table)
     waiting: set[int] = set()
     peers: set[int] = set()
-    for rw in table.rows.values():
-        if not rw.accuses or rw.progress is None:
-            continue
+    accusers = [rw for rw in table.rows.values() if rw.accuses and rw.progress is not None]
+    if not accusers:
+        return waiting, peers
+    quiet, _ = quiet_gaps(table)
+    for rw in accusers:
         finished = []
         for p in rw.accuses:
             peer = table.rows.get(p)

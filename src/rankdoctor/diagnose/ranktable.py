@@ -61,7 +61,6 @@ class RankRow:
     accuses: set[int] = field(default_factory=set)  # ranks it says it lost
     numeric: Event | None = None  # its first NaN / inf / overflow line
     fr_kinds: set[str] = field(default_factory=set)  # Flight Recorder findings that single it out
-    stack: tuple = ()  # its main thread's innermost frames from a stack dump (ingest.stacks.Frame)
 
     @property
     def first_failure(self) -> Event | None:
@@ -239,17 +238,13 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
             for r in finding.culprit_ranks:
                 row(r).fr_kinds.add(finding.kind)
     stack_odd: set[int] = set()
+    stack_odd_collective: set[int] = set()
     if att.stacks:
         from ..ingest.stacks import group_by_stack, in_collective, outliers
 
-        for d in att.stacks:
-            if d.rank is not None and d.main is not None and not row(d.rank).stack:
-                row(d.rank).stack = tuple(d.main.frames[:3])
         odd_groups = outliers(group_by_stack(att.stacks, 6))
         stack_odd = {r for g in odd_groups for r in g.ranks}
         stack_odd_collective = {r for g in odd_groups if in_collective(g.where) for r in g.ranks}
-    else:
-        stack_odd_collective = set()
     return RankTable(rows, expected or set(rows), att.world_size, coll, fingerprints, unranked, fr, stack_odd, stack_odd_collective)
 
 

@@ -41,9 +41,10 @@ class KnowledgeBase:
     def signature(self, entry_id: str, signature_id: str) -> "Signature | None":
         """An entry's signature by id (None for ids the knowledge base does not have)."""
         entry = self._by_id.get(entry_id)  # type: ignore[attr-defined]
-        if entry is None:
+        try:
+            return entry.signature(signature_id) if entry is not None else None
+        except KeyError:
             return None
-        return next((s for s in entry.signatures if s.id == signature_id), None)
 
     def __contains__(self, entry_id: str) -> bool:
         return entry_id in self._by_id  # type: ignore[attr-defined]
