@@ -43,7 +43,7 @@ _INTERLEAVED = re.compile(r"(?<=\S)(?=\[rank\d+\]:)")
 # default group) or "[PG ID 0 PG GUID 0(default_pg) Rank 1]" / "[PG 0 (default_pg) Rank 1]".
 # A line that reports trouble rather than work (the "activity" of a rank is its last other line).
 ERRORISH = re.compile(
-    r"(?i)error|exception|traceback|timed? ?out|watchdog|abort|fatal|fail|killed|sig(?:term|kill|abrt|segv|bus)|"
+    r"(?i)error|exception|traceback|timed? ?out(?!\s*[=:]\s*\d)|watchdog|abort|fatal|fail|killed|sig(?:term|kill|abrt|segv|bus)|"
     r"^\s*(?:File \"|\^+$|\[?[EF]\d{4} |what\(\)|terminate called|Exception raised from|frame #)"
 )
 _EXCEPTION_LINE = re.compile(FACTS["py-exception"])

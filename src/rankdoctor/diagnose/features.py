@@ -260,7 +260,9 @@ def _claim(h: Hypothesis, cx: Context, causes: list[Event], evs: list[Event]) ->
     f["claim_late"] = min(_gap_score(cx.late.get(r, 0.0), cx.timeout) for r in ranks)
     f["claim_behind"] = float(ranks <= cx.behind)
     if h.entry.class_ in MISMATCH_CLASSES and table.expected:
-        reporters = cause_ranks & table.expected
+        # a report about an unnamed peer (gloo's size check) comes from whichever rank
+        # received the odd op, not from one side of the job: it splits no sides
+        reporters = {e.rank for e in causes if e.rank is not None and not _about_peer(cx.kb, e)} & table.expected
         silent = table.expected - reporters
         if reporters and silent and len(reporters) != len(silent):
             small = reporters if len(reporters) < len(silent) else silent
@@ -309,6 +311,11 @@ def _same_block(first: Event, lines: list[Event]) -> bool:
     """The rank's first failure is one of ``lines``, or the abort / traceback block they
     are in ("terminate called ..." just above its "what(): ..." line)."""
     return any(e.rank == first.rank and e.source == first.source and abs(e.line - first.line) <= 3 for e in lines)
+
+
+def _about_peer(kb: KnowledgeBase, ev: Event) -> bool:
+    sig = kb.signature(ev.entry, ev.signature)
+    return sig is not None and sig.reports_peer
 
 
 def _weight(kb: KnowledgeBase, ev: Event) -> float:
@@ -431,7 +438,15 @@ def _last_non_wait(rw: RankRow) -> Event | None:
 
 
 def _behind(table: RankTable) -> set[int]:
-    prog = {r: rw.progress for r, rw in table.rows.items() if rw.progress is not None}
+    """The ranks whose step counter is behind every other rank's. A rank that printed lines
+    of work but no counter at all is behind too (it stopped before its first step) when
+    more ranks print counters than not, or when it is the only one without a counter and
+    a rank other than 0 prints one. Jobs that print progress on rank 0 only, or on one rank
+    per node, have most ranks without a counter, and those are not behind."""
+    prog: dict[int, float] = {r: rw.progress for r, rw in table.rows.items() if rw.progress is not None}
+    silent = [r for r, rw in table.rows.items() if rw.progress is None and rw.last_active is not None]
+    if prog and (len(prog) >= 2 and len(silent) < len(prog) or len(silent) == 1 and any(r != 0 for r in prog)):
+        prog.update({r: -1 for r in silent})
     if len(prog) < 2:
         return set()
     lo = min(prog.values())
@@ -442,14 +457,24 @@ def _behind(table: RankTable) -> set[int]:
 
 
 def _numeric_first(table: RankTable) -> int | None:
-    firsts = [(rw.rank, rw.numeric) for rw in table.rows.values() if rw.numeric is not None]
-    if len(firsts) < 2:
-        return firsts[0][0] if firsts and len(table.rows) > 1 else None
-    best = None
-    for r, e in firsts:
-        if all(order(e, other) == -1 for q, other in firsts if q != r):
-            best = r
-    return best
+    """The rank that printed NaN/inf/overflow before every other rank that did. Steps decide
+    first: a rank whose loss went non-finite a step before the others is where it started
+    (DDP spreads it through the gradients at the next step), while ranks that go
+    non-finite at the same step share the cause (the weights or the learning rate), however
+    their lines are spread in time. Without steps, timestamps or one file's line order."""
+    rows = [rw for rw in table.rows.values() if rw.numeric is not None]
+    if len(rows) < 2:
+        return rows[0].rank if rows and len(table.rows) > 1 else None
+
+    def before(a, b) -> bool:
+        if a.numeric_step is not None and b.numeric_step is not None:
+            return a.numeric_step < b.numeric_step
+        return order(a.numeric, b.numeric) == -1
+
+    for rw in rows:
+        if all(before(rw, other) for other in rows if other is not rw):
+            return rw.rank
+    return None
 
 
 def _findings(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> dict[str, float]:

@@ -242,8 +242,9 @@ def _straggler_sentence(ranks: tuple[int, ...], w: "Weighing") -> str:
             return f"{Who} was still working {late:.0f} s{tail}."
         if coll and coll.kind == "absent" and set(ranks) <= set(coll.culprits):
             return f"{coll.detail[0].upper()}{coll.detail[1:]}. {Who} was busy or stuck elsewhere and never arrived."
-        if rw.progress is not None and cx.behind and set(ranks) <= cx.behind:
-            return f"{Who} stopped at step {rw.progress} while the others went further{(' and then waited' + at) if waiting else ''}."
+        if cx.behind and set(ranks) <= cx.behind:
+            where_ = f"stopped at step {rw.progress}" if rw.progress is not None else "printed no step counter"
+            return f"{Who} {where_} while the others went further{(' and then waited' + at) if waiting else ''}."
         return f"{Who} never joined the collective the others waited in{at}."
     if coll and coll.detail:
         return f"{coll.detail[0].upper()}{coll.detail[1:]}; the logs do not show which rank they were waiting for."

@@ -60,6 +60,7 @@ class RankRow:
     report: Report | None = None  # what it was waiting in (watchdog / PG status)
     accuses: set[int] = field(default_factory=set)  # ranks it says it lost
     numeric: Event | None = None  # its first NaN / inf / overflow line
+    numeric_step: float | None = None  # the step that line belongs to (n.5: after step n's line)
     fr_kinds: set[str] = field(default_factory=set)  # Flight Recorder findings that single it out
 
     @property
@@ -196,6 +197,10 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
                 rw.accuses.add(pr)
         if ev.entry in numeric_entries and ev.role in ("cause", "context", "symptom") and rw.numeric is None:
             rw.numeric = ev
+            p = progress_of(ev.text)
+            if p is None and ev.rank in counted:
+                p = (progress_of(counted[ev.rank].text) or 0) + 0.5
+            rw.numeric_step = p
         if ev.ts is not None and (rw.last_seen is None or (rw.last_seen.ts or -math.inf) <= ev.ts):
             rw.last_seen = ev
         if ev.role == ACTIVITY:
