@@ -332,3 +332,72 @@ def test_watchdog_reports_without_seqnum_in_different_ops_are_a_desync(kb):
     # older watchdog lines without SeqNum: rank 0 in ALLREDUCE, ranks 1-4,7 in BROADCAST
     d, top = _top_of(kb, "real-holdout13/accelerate-epoch-end-allreduce-vs-broadcast/log.txt")
     assert top.klass == "collective-desync"
+
+
+def _table(kb, text: str):
+    from rankdoctor.diagnose.attribution import attribute
+    from rankdoctor.diagnose.ranktable import build_rank_table
+
+    return build_rank_table(kb, attribute(kb, scan_text(kb, text)))
+
+
+def test_ranks_non_finite_at_the_same_step_share_the_cause(kb):
+    # every rank's loss blew up after step 3: line order in the console is not who went first
+    from rankdoctor.diagnose.features import _numeric_first
+
+    lines = []
+    for r in (1, 0, 2):
+        lines += [f"[default{r}]:2026-12-02 00:15:46,27{r} INFO train: rank {r} step {s} loss 1{s}.5" for s in range(4)]
+        lines.append(f"[default{r}]:Loss is inf, stopping training")
+    assert _numeric_first(_table(kb, "\n".join(lines) + "\n")) is None
+    # one rank non-finite a step before the others started it (DDP spreads it at the next step)
+    lines = [f"[default{r}]:2026-12-02 00:16:10,{600 + r} INFO train: rank {r} step 3 loss 9.5" for r in (0, 1, 2)]
+    lines += [f"[default{r}]:2026-12-02 00:16:10,{700 + r} INFO train: rank {r} step 4 loss 9.5" for r in (1, 2)]
+    lines.append("[default0]:rank 0 step 4 loss inf")
+    lines += [f"[default{r}]:Loss is nan, stopping training" for r in (2, 1, 0)]
+    assert _numeric_first(_table(kb, "\n".join(lines) + "\n")) == 0
+
+
+def test_a_rank_that_never_printed_a_step_is_behind_peers_that_count_steps(kb):
+    from rankdoctor.diagnose.features import _behind
+
+    init = "[default{r}]:2026-12-02 00:15:01,120 INFO train: rank {r}/3 initialised (gloo, timeout=10.0s)"
+    step = "[default{r}]:2026-12-02 00:15:03,432 INFO train: rank {r} epoch 0 loss 17.3703"
+    lines = [init.format(r=r) for r in range(3)] + [step.format(r=r) for r in (0, 2)]
+    assert _behind(_table(kb, "\n".join(lines) + "\n")) == {1}
+    # progress printed by rank 0 alone is how many jobs log, not a sign the others are behind
+    lines = [init.format(r=r) for r in range(3)] + [step.format(r=0)]
+    assert _behind(_table(kb, "\n".join(lines) + "\n")) == set()
+
+
+def test_nccl_ring_lines_tell_which_rank_a_hosts_gpu_is(kb):
+    text = (
+        "nodeA:100:110 [0] NCCL INFO Ring 00 : 7 -> 0 [receive] via NET/IB/0\n"
+        "nodeA:102:112 [2] NCCL INFO Ring 00 : 2[2] -> 3[3] via direct shared memory\n"
+        "nodeB:200:210 [0] NCCL INFO Ring 00 : 4[0] -> 5[1] via direct shared memory\n"
+        "nodeA:102:112 [2] include/shm.h:42 NCCL WARN Cuda failure 'invalid argument'\n"
+    )
+    from rankdoctor.diagnose.attribution import attribute
+
+    att = attribute(kb, scan_text(kb, text))
+    assert {e.rank for e in att.events if e.entry} == {2}
+    assert att.world_size == 8
+
+
+def test_a_progress_bar_glued_to_another_ranks_watchdog_line_is_two_records(kb):
+    from rankdoctor.scan import split_interleaved
+
+    line = ("[default0]:Grouping texts in chunks of 2049:   8%|8         | 726000/9672101 [02:32<30:38, 4866.01 examples/s]"
+            "[default2]:[E ProcessGroupNCCL.cpp:475] [Rank 2] Watchdog caught ")
+    segs = split_interleaved(line)
+    assert len(segs) == 2 and segs[1].startswith("[default2]:")
+    t = _table(kb, line + "\n")
+    assert t.row(0).progress == 726000 and t.row(2).waited
+
+
+def test_a_timeout_setting_is_not_trouble():
+    from rankdoctor.scan import ERRORISH
+
+    assert not ERRORISH.search("INFO train: rank 1/3 initialised (gloo, timeout=10.0s)")
+    assert ERRORISH.search("Watchdog caught collective operation timeout: WorkNCCL(...)")
+    assert ERRORISH.search("RuntimeError: Socket Timeout")

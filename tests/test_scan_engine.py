@@ -12,7 +12,7 @@ import pytest
 
 from rankdoctor.ingest.prefix import Dialect, clean, parse_prefix, sniff_dialect
 from rankdoctor.ingest.sources import looks_binary
-from rankdoctor.scan import _INTERLEAVED, Scanner, scan_text
+from rankdoctor.scan import Scanner, scan_text, split_interleaved
 
 from .conftest import SCENARIOS
 
@@ -30,7 +30,7 @@ def _reference(scanner: Scanner, data: bytes) -> set[tuple[int, str]]:
     out = set()
     for no, raw in enumerate(lines, 1):
         line = clean(raw.replace("\x00", ""))
-        segs = _INTERLEAVED.split(line) if "[rank" in line[1:] else [line]
+        segs = split_interleaved(line)
         for pat in scanner.patterns:
             for seg in segs:
                 _, at = parse_prefix(seg, dialect if isinstance(dialect, Dialect) else Dialect())

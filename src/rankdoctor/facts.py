@@ -46,6 +46,11 @@ FACTS: dict[str, str] = {
     # which global rank a host's device is
     "nccl-nranks": r"comm 0x[0-9a-f]+ rank (?P<rank>\d+) nranks (?P<world_size>\d+) cudaDev (?P<device>\d+)",
     "nproc-per-node": r"nproc_per_node\s*[=:]\s*(?P<value>\d+)",
+    # NCCL's ring / channel setup ("Ring 00 : 1[1] -> 2[2] via direct shared memory",
+    # "Channel 00/0 : 7[3] -> 0[0] [receive] via NET/IB/0"): the printing process is the
+    # sending side, or the receiving side of a "[receive]" line; with the device index of its
+    # "host:pid:tid [dev]" prefix it tells which global rank a host's device is
+    "nccl-ring": r"(?:Ring|Channel) \d+(?:/\d+)? : (?P<src>\d+)(?:\[[0-9a-f]+\])? -> (?P<dst>\d+)(?:\[[0-9a-f]+\])? (?:\[(?P<dir>send|receive)\] )?via ",
 }
 
 # What the byte scanner looks for instead of a fact's own regex, where that is much cheaper

@@ -38,7 +38,15 @@ TAIL_LINES = 200  # lines at the end of each source read for "last sign of life"
 # [dev], Ray rank=/ip=); srun and host-list dialects are told apart per source and always
 # parsed. A sampled line without any of them cannot add to the ranks or hosts seen.
 _ATTR_HINT = re.compile(r"\[[A-Za-z_]+\d+\]:|\]<std(?:out|err)>:|\[rank: \d+\]|\[pod/|:\d+:\d+ \[\d+\] |rank=\d+ pid=|pid=\d+, ip=")
-_INTERLEAVED = re.compile(r"(?<=\S)(?=\[rank\d+\]:)")
+_INTERLEAVED = re.compile(r"(?<=\S)(?=\[(?:rank|default)\d+\]:)")
+
+
+def split_interleaved(text: str) -> list[str]:
+    """A line that holds two ranks' records, glued where a carriage return or a missing
+    newline was (a tqdm bar, then "[default2]:[E ...] Watchdog caught ..."), as its records."""
+    return _INTERLEAVED.split(text) if "[rank" in text[1:] or "[default" in text[1:] else [text]
+
+
 # PyTorch C++ messages name their rank inside the message: "[Rank 1] ..." (older releases,
 # default group) or "[PG ID 0 PG GUID 0(default_pg) Rank 1]" / "[PG 0 (default_pg) Rank 1]".
 # A line that reports trouble rather than work (the "activity" of a rank is its last other line).
@@ -408,8 +416,7 @@ class Scanner:
         active: dict[tuple, Fact] = {}
         counted: dict[tuple, Fact] = {}
         in_traceback: set[tuple] = set()
-        for i, raw in enumerate(lines):
-            text = clean(raw)
+        for i, text in ((i, seg) for i, raw in enumerate(lines) for seg in split_interleaved(clean(raw))):
             a, at = parse_prefix(text, dialect)
             a = a.merged_over(base)
             message = text[at:].strip()
@@ -514,7 +521,7 @@ class Scanner:
         result: ScanResult,
     ) -> None:
         text = clean(raw.decode("utf-8", "replace").replace("\x00", ""))
-        segments = _INTERLEAVED.split(text) if "[rank" in text[1:] else [text]
+        segments = split_interleaved(text)
         parsed = []
         for seg in segments:
             a, msg_at = parse_prefix(seg, dialect)
@@ -528,6 +535,8 @@ class Scanner:
                 caps = {k: v for k, v in m.groupdict().items() if v is not None}
                 shown = seg if len(seg) <= MAX_TEXT else seg[:MAX_TEXT] + " …"
                 if pat.kind == "fact":
+                    if attr.device is not None:
+                        caps.setdefault("prefix_device", str(attr.device))
                     fact = Fact(pat.signature, name, lineno, shown, attr.rank, attr.local_rank, attr.host, attr.time, attr.ts, caps)
                     if pat.signature in ("py-exception", "cpp-terminate", "cpp-what"):
                         fact.context = _lines_before(chunk, start, tail)

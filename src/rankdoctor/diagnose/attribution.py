@@ -185,7 +185,8 @@ def _inside_launcher_records(events: list[Event], summary: LauncherSummary) -> l
 
 def _local_rank_mapping(events: list[Event], summary: LauncherSummary, scan: ScanResult):
     """A function (host, local rank) -> global rank, from what the logs show: launcher
-    records, lines carrying both prefixes, NCCL's "comm ... rank R nranks N cudaDev D"."""
+    records, lines carrying both prefixes, NCCL's "comm ... rank R nranks N cudaDev D" and
+    its ring / channel setup lines."""
     pairs: dict[tuple[str | None, int], int] = {}
     for r in summary.records:
         if r.rank is not None and r.local_rank is not None:
@@ -193,9 +194,16 @@ def _local_rank_mapping(events: list[Event], summary: LauncherSummary, scan: Sca
     for ev in events:
         if ev.rank is not None and ev.local_rank is not None:
             pairs.setdefault((ev.host, ev.local_rank), ev.rank)
+    rings: dict[tuple[str | None, int], set[int]] = {}
     for f in scan.facts:
         if f.fact == "nccl-nranks" and f.captures.get("device", "").isdigit() and f.captures.get("rank", "").isdigit():
             pairs.setdefault((f.host, int(f.captures["device"])), int(f.captures["rank"]))
+        elif f.fact == "nccl-ring" and f.host and f.captures.get("prefix_device", "").isdigit():
+            printer = f.captures["dst"] if f.captures.get("dir") == "receive" else f.captures["src"]
+            rings.setdefault((f.host, int(f.captures["prefix_device"])), set()).add(int(printer))
+    for key, rs in rings.items():
+        if len(rs) == 1:  # several communicators number their ranks differently: no answer then
+            pairs.setdefault(key, next(iter(rs)))
     by_local: dict[int, set[int]] = {}
     for (_h, lr), rk in pairs.items():
         by_local.setdefault(lr, set()).add(rk)
@@ -346,8 +354,13 @@ def _world(scan: ScanResult, events: list[Event], summary: LauncherSummary) -> t
     seen |= {e.rank for e in events if e.rank is not None and e.captures.get("rank_from") != "device"}
     seen |= {r.rank for r in summary.records if r.rank is not None}
     size = None
+    ring = 0  # NCCL's ring / channel lines name the ranks of a communicator: at least that many
     for f in scan.facts:
         ws = f.captures.get("world_size")
         if ws and ws.isdigit() and 0 < int(ws) <= 1_000_000:
             size = max(size or 0, int(ws))
+        if f.fact == "nccl-ring":
+            ring = max(ring, int(f.captures["src"]) + 1, int(f.captures["dst"]) + 1)
+    if size is None and 2 <= ring <= 1_000_000:
+        size = ring
     return seen, size

@@ -50,6 +50,7 @@ FEATURES: dict[str, str] = {
     "finding_fr_mismatch": "the entry explains a desync, and the Flight Recorder dumps show the ranks' collectives differ",
     "finding_absent": "the entry explains a straggler/lost peer, and the ranks' timeout reports agree while some rank never reports",
     "finding_lost_peer": "the entry explains a lost peer, and peers report losing a rank",
+    "finding_lost_not_late": "the entry explains a late rank, not a dead one, yet peers report losing a rank (a closed connection, a remote process that exited)",
     "finding_quiet": "the entry explains a straggler, and some rank went quiet early or worked on while the others waited",
     "finding_first_collective": "the entry explains a hang in the job's first collective, and every timeout report is at SeqNum 0 or 1",
     "finding_fr_hang": "the entry explains a straggler/lost peer, and the Flight Recorder shows ranks behind or stuck",
@@ -84,6 +85,7 @@ FEATURES: dict[str, str] = {
     "claim_quiet": "the claimed rank stopped working well before the others (log of the gap, 10 min = 1)",
     "claim_late": "the claimed rank kept working after every other rank had stopped (log of the gap)",
     "claim_behind": "the claimed rank's step counter is behind every other rank's",
+    "claim_working": "the claimed rank's last line is a line of work with a step counter, and it neither failed nor reported waiting, while other ranks waited",
     "claim_fr_mismatch": "the Flight Recorder dumps show the claimed rank's collectives differ from the others'",
     "claim_fr_behind": "the claimed ranks are the ones the Flight Recorder dumps show behind, stuck or without a dump while the others wait (by overlap)",
     "claim_outlived": "the claimed rank was left waiting by peers that ended without any failure, launcher stop or silence, having counted more steps: they finished, so it was in a collective they never issued",
@@ -192,6 +194,7 @@ def featurize(h: Hypothesis, cx: Context) -> dict[str, float]:
     f["finding_absent"] = cx.finding["absent"] if hang else 0.0
     f["finding_lost_peer"] = cx.finding["lost_peer"] if "dead-peer" in explains else 0.0
     f["finding_quiet"] = cx.finding["quiet"] if "straggler" in explains else 0.0
+    f["finding_lost_not_late"] = cx.finding["lost_peer"] if "straggler" in explains and "dead-peer" not in explains else 0.0
     f["finding_fr_hang"] = cx.finding["fr_hang"] if hang else 0.0
     f["finding_first_collective"] = cx.finding["first"] if "first-collective" in explains else 0.0
 
@@ -259,6 +262,8 @@ def _claim(h: Hypothesis, cx: Context, causes: list[Event], evs: list[Event]) ->
     f["claim_quiet"] = min(_gap_score(cx.quiet.get(r, 0.0), cx.timeout) for r in ranks)
     f["claim_late"] = min(_gap_score(cx.late.get(r, 0.0), cx.timeout) for r in ranks)
     f["claim_behind"] = float(ranks <= cx.behind)
+    f["claim_working"] = float(bool(others & cx.waiting) and all(
+        rw.progress is not None and not rw.waits and not rw.own_failure for rw in rows))
     if h.entry.class_ in MISMATCH_CLASSES and table.expected:
         # a report about an unnamed peer (gloo's size check) comes from whichever rank
         # received the odd op, not from one side of the job: it splits no sides
@@ -482,7 +487,8 @@ def _findings(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> dict[
     desync = desync_strength(kb, table, events)
     absent = float(bool(coll and coll.kind == "absent"))
     lost = float(any(rw.accuses for rw in table.rows.values()) or any(
-        e.role == "symptom" and e.entry and "dead-peer" in {x.value for x in kb.get(e.entry).explains} for e in events))
+        e.role == "symptom" and e.entry and ("dead-peer" in {x.value for x in kb.get(e.entry).explains} or _about_peer(kb, e))
+        for e in events))
     quiet, late = quiet_gaps(table)
     full = timeout_seconds(table)
     q = max([_gap_score(g, full) for g in list(quiet.values()) + list(late.values())] or [0.0])

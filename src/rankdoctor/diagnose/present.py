@@ -357,6 +357,7 @@ _PLAIN_NOTES = (
     ("claim_fr_behind", "the Flight Recorder dumps show {who} behind the others"),
     ("claim_numeric_first", "{who} printed NaN/inf before any other rank"),
     ("claim_named", "mismatch messages name {who} as the other side"),
+    ("claim_working", "{who} was still making progress and never reported waiting while others waited"),
 )
 
 
