@@ -502,16 +502,39 @@ MATRIX_SPEC: dict = {
     "ddp-mark-ready-twice": (_mx_single("ddp-mark-ready-twice"), [(3, (), 0, True)]),
     "healthy": (_mx_healthy, [(3, (), 0, True), (2, (), 0, False)]),
 }
+# A second draw of the same faults at other world sizes, culprit ranks and steps, never used to
+# fit or tune anything: run it into a fresh folder and measure it once, before any change made
+# for it (eval/HISTORY.md), as a held-out check on new runs of known faults.
+MATRIX_FRESH: dict = {
+    "exception": (_mx_exception, [(5, (3,), 6, True), (6, (5,), 4, False)]),
+    "sigkill": (_mx_sigkill, [(5, (4,), 4, True), (6, (1,), 6, False)]),
+    "two-sigkill": (_mx_sigkill, [(5, (1, 4), 5, True)]),
+    "straggler": (_mx_straggler, [(5, (3,), 0, True), (6, (0,), 0, False)]),
+    "silent-hang": (_mx_silent_hang, [(5, (4,), 9, True), (6, (1,), 12, False)]),
+    "hang-killed": (_mx_hang_killed, [(5, (2,), 5, True)]),
+    "compile-desync": (_mx_compile_desync, [(5, (3,), 5, True)]),
+    "shape-recompile": (_mx_shape_recompile, [(5, (4,), 4, False)]),
+    "extra-collective-same-shape": (_mx_extra_same_shape, [(5, (3,), 4, True), (6, (0,), 3, False)]),
+    "rank-only-collective": (_mx_rank_only, [(5, (2,), 0, True), (6, (4,), 0, False)]),
+    "rank-only-collective-large": (_mx_rank_only_large, [(5, (4,), 0, True), (2, (1,), 0, False)]),
+    "dtype-mismatch": (_mx_dtype, [(5, (2,), 0, True)]),
+    "nan-loss": (_mx_nan_loss, [(5, (), 0, True)]),
+    "nan-first-rank": (_mx_nan_first, [(5, (3,), 5, True), (6, (5,), 4, False)]),
+    "ddp-model-mismatch": (_mx_model_mismatch, [(5, (4,), 0, True)]),
+    "dataloader-worker-killed": (_mx_dl_worker, [(5, (2,), 0, True)]),
+    "healthy": (_mx_healthy, [(5, (), 0, True)]),
+}
+
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
             "silent-hang-killed", "hang-killed", "compile-desync", "shape-recompile",
             "extra-collective-same-shape", "nan-first-rank"}
 
 
-def matrix_cases() -> dict[str, Case]:
+def matrix_cases(spec: dict | None = None) -> dict[str, Case]:
     """Every matrix variant as a Case, keyed by its name."""
     out: dict[str, Case] = {}
-    for fault, (build, variants) in MATRIX_SPEC.items():
+    for fault, (build, variants) in (MATRIX_SPEC if spec is None else spec).items():
         for world, culprits, step, tee in variants:
             name = f"{fault}-w{world}"
             if culprits:
@@ -725,9 +748,13 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None,
                     help="output folder (default: tests/scenarios/lab, with --matrix tests/scenarios/lab-matrix)")
     ap.add_argument("--matrix", action="store_true", help="run the fault matrix instead of the single cases")
+    ap.add_argument("--fresh", action="store_true",
+                    help="with --matrix: the held-out draw (MATRIX_FRESH) instead; needs --out")
     ap.add_argument("--list", action="store_true")
     a = ap.parse_args(argv)
-    table = matrix_cases() if a.matrix else CASES
+    if a.fresh and not (a.matrix and (a.out or a.list)):
+        ap.error("--fresh goes with --matrix and an --out folder outside tests/scenarios")
+    table = matrix_cases(MATRIX_FRESH if a.fresh else None) if a.matrix else CASES
     out = a.out or (MATRIX_OUT if a.matrix else os.path.join(REPO, "tests", "scenarios", "lab"))
     if a.list:
         for n, c in table.items():
@@ -746,7 +773,7 @@ def main(argv=None) -> int:
         results.append(r)
     failed = [r["case"] for r in results if r["status"] != "captured"]
     print(f"[lab] {len(results) - len(failed)} captured, {len(failed)} to check: {failed}")
-    if a.matrix and not a.cases and os.path.isdir(out):
+    if a.matrix and not a.fresh and not a.cases and os.path.isdir(out):
         stale = sorted(set(os.listdir(out)) - set(table))
         if stale:
             print(f"[lab] note: {out} also holds folders that are not matrix variants: {stale}")
