@@ -55,6 +55,9 @@ def main() -> int:
     ap.add_argument("set_dir", type=Path)
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--src", default=None, help="source tree to put first on PYTHONPATH (an older checkout's src/)")
+    ap.add_argument("--with-dumps", action="store_true",
+                    help="also pass each case's Flight Recorder folder (fr/, flight_recorder/, dumps/) with --fr; "
+                         "by default a case is measured on its logs alone")
     a = ap.parse_args()
     env = dict(os.environ, RANKDOCTOR_CACHE="0")
     if a.src:
@@ -64,6 +67,10 @@ def main() -> int:
     for case in cases:
         lab = label_of(case)
         paths = evidence(case)
+        if a.with_dumps:
+            for d in ("fr", "flight_recorder", "dumps"):
+                if (case / d).is_dir():
+                    paths += ["--fr", str(case / d)]
         r = subprocess.run([a.python, "-m", "rankdoctor.cli", "diagnose", *paths, "--format", "json", "--quiet"],
                            capture_output=True, text=True, env=env)
         try:
