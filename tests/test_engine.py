@@ -401,3 +401,21 @@ def test_a_timeout_setting_is_not_trouble():
     assert not ERRORISH.search("INFO train: rank 1/3 initialised (gloo, timeout=10.0s)")
     assert ERRORISH.search("Watchdog caught collective operation timeout: WorkNCCL(...)")
     assert ERRORISH.search("RuntimeError: Socket Timeout")
+
+
+def test_a_rank_left_waiting_by_peers_that_all_finished_issued_an_extra_collective(kb):
+    # five ranks: four run to the end ("finished"); rank 3, two steps behind, loses an unnamed
+    # peer ("Connection closed by peer"): none of its peers crashed, so it was in an extra op
+    from rankdoctor.diagnose.features import outlived_peers
+
+    lines = []
+    for r in range(5):
+        last = 5 if r == 3 else 7
+        lines += [f"[default{r}]:2026-12-02 05:25:18,{100 + s * 10 + r} INFO train: rank {r} step {s} err 1.5" for s in range(last + 1)]
+        if r != 3:
+            lines.append(f"[default{r}]:2026-12-02 05:25:18,190 INFO train: rank {r} finished")
+    lines.append("[default3]:[rank3]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] "
+                 "Connection closed by peer [127.0.0.1]:23939. This is typically caused by a remote worker crashing.")
+    t = _table(kb, "\n".join(lines) + "\n")
+    assert t.row(3).lost_peer and not t.row(3).accuses
+    assert outlived_peers(t) == ({3}, {0, 1, 2, 4})

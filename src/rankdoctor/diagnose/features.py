@@ -79,6 +79,7 @@ FEATURES: dict[str, str] = {
     "claim_gone_not_late": "peers report the claimed rank gone (a closed or reset connection, a lost store), yet the entry explains a late rank, not a dead one",
     "claim_named": "mismatch messages name the claimed rank as the other side",
     "claim_smaller_side": "the ranks that report a mismatch and those that do not are split unevenly, and the claim is the smaller side",
+    "claim_about_peer_only": "the claimed rank's own failure is only its report of what an unnamed peer did (gloo's size check: the peer sent the odd op)",
     "claim_reporter_only": "the claimed rank's own failure is only its report of a collective mismatch (either side of a mismatch can be the one to report it)",
     "claim_main_busy": "the claimed rank is rank 0, which reports no wait, while lines of long work (progress, checkpoint writes) carry no rank: frameworks print those from the main process",
     "claim_stack_odd": "stack dumps show the claimed ranks' main threads somewhere else than most ranks' (by overlap)",
@@ -279,6 +280,9 @@ def _claim(h: Hypothesis, cx: Context, causes: list[Event], evs: list[Event]) ->
         and all(r in cx.failed and _same_block(cx.failed[r], desync_lines) for r in ranks)
         and not f.get("claim_minority") and not f.get("claim_named")
     )
+    peer_lines = [e for e in causes if _about_peer(cx.kb, e)]
+    f["claim_about_peer_only"] = float(
+        bool(peer_lines) and all(r in cx.failed and _same_block(cx.failed[r], peer_lines) for r in ranks))
     f["claim_fr_mismatch"] = float(all(rw.fr_kinds & FR_MISMATCH for rw in rows))
     f["claim_fr_behind"] = _cover(ranks, {r for r, rw in table.rows.items() if rw.fr_kinds & FR_HANG})
     outlived, left = cx.outlived
@@ -411,21 +415,26 @@ def _gone(kb: KnowledgeBase, events: list[Event]) -> dict[int, int]:
 def outlived_peers(table: RankTable) -> tuple[set[int], set[int]]:
     """Ranks left waiting by peers that finished, and those peers.
 
-    A rank that lost its peers (they closed the connection, it names them) while each of
-    them shows no failure of its own, was not stopped by the launcher, did not wait on
+    A rank that lost its peers (they closed the connection; it names them, or else every other
+    rank counts) while each of them shows no failure of its own, was not stopped by the launcher, did not wait on
     anyone, did not go quiet before it and had counted more steps than it, was not left by
     a crash or a straggler: the peers ran their program to the end, so the waiting rank was
     in a collective they never issued (an extra collective: a desync that started on it).
     """
     waiting: set[int] = set()
     peers: set[int] = set()
-    accusers = [rw for rw in table.rows.values() if rw.accuses and rw.progress is not None]
+    accusers = [rw for rw in table.rows.values() if (rw.accuses or rw.lost_peer) and rw.progress is not None]
     if not accusers:
         return waiting, peers
     quiet, _ = quiet_gaps(table)
+    everyone = table.expected | set(table.rows)
     for rw in accusers:
+        # a peer it does not name could be any other rank: then every other rank must have finished
+        lost = rw.accuses or (everyone - {rw.rank})
+        if not lost:
+            continue
         finished = []
-        for p in rw.accuses:
+        for p in lost:
             peer = table.rows.get(p)
             finished.append(
                 peer is not None and not peer.failures and not peer.waits
@@ -434,7 +443,7 @@ def outlived_peers(table: RankTable) -> tuple[set[int], set[int]]:
             )
         if all(finished):
             waiting.add(rw.rank)
-            peers |= rw.accuses
+            peers |= lost
     return waiting, peers
 
 

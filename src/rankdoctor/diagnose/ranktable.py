@@ -59,6 +59,7 @@ class RankRow:
     progress: int | None = None  # the step/iteration counter of its last line of work that has one
     report: Report | None = None  # what it was waiting in (watchdog / PG status)
     accuses: set[int] = field(default_factory=set)  # ranks it says it lost
+    lost_peer: bool = False  # it reported losing a peer (a closed or reset connection), named or not
     numeric: Event | None = None  # its first NaN / inf / overflow line
     numeric_step: float | None = None  # the step that line belongs to (n.5: after step n's line)
     fr_kinds: set[str] = field(default_factory=set)  # Flight Recorder findings that single it out
@@ -178,6 +179,8 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
 
     symptom_lines = {e.where for e in events if e.role == "symptom"}
     numeric_entries = {e.id for e in kb if e.class_ == NUMERIC_CLASS}
+    peer_loss = {e.id for e in kb if "dead-peer" in {x.value for x in e.explains}}
+    peer_reports = {(e.id, s.id) for e in kb for s in e.signatures if s.reports_peer}
     unranked: list[Event] = []
     counted: dict[int, Event] = {}  # each rank's last line of work with a progress counter
     for ev in sorted(events, key=time_key):
@@ -192,6 +195,8 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
             rw.failures.append(ev)
         if ev.role == "symptom" and "launcher" not in ev.captures:
             rw.waits.append(ev)
+            if ev.entry in peer_loss or (ev.entry, ev.signature) in peer_reports:
+                rw.lost_peer = True
             pr = ev.cap_int("peer_rank")
             if pr is not None and pr != ev.rank:
                 rw.accuses.add(pr)
