@@ -137,6 +137,15 @@ def evidence_paths(case: Path) -> list[str]:
     return paths
 
 
+def has_dumps(case: Path) -> bool:
+    """The case folder holds Flight Recorder dumps next to its logs."""
+    return any(
+        p.is_file() and (any(part in ("fr", "flight_recorder", "dumps") for part in p.relative_to(case).parts[:-1])
+                         or p.name.startswith(("fr_trace", "nccl_trace")))
+        for p in case.rglob("*")
+    )
+
+
 def weigh_case(kb: KnowledgeBase, scanner: Scanner, case: Path, paths: list[str] | None = None, use_fr: bool = True):
     """Every hypothesis of one case with its features, as `rankdoctor diagnose` weighs them."""
     from .pipeline import diagnose_paths
@@ -324,6 +333,19 @@ def main(argv: list[str] | None = None) -> int:
     for name in sorted(by_set):
         print(summary_line(name, summary(by_set[name])))
     print(summary_line("ALL", summary(only)))
+    # the runs that have Flight Recorder dumps, diagnosed again from their logs alone: what a
+    # user without dumps gets
+    logs_only = []
+    for case, _ in outcomes:
+        if has_dumps(case):
+            o = run_case(kb, scanner, case, use_fr=False)
+            logs_only.append(o)
+            if a.verbose or not o.ok or o.confident_wrong:
+                print(f"{'ok ' if o.ok else 'BAD'} {case} (logs only): want {_fmt_answer(o.want_class, o.want_rank, o.want_ranks)} "
+                      f"got {_fmt_answer(o.got_class, o.got_rank, o.got_ranks)} ({o.verdict})"
+                      + ("  CONFIDENT-WRONG" if o.confident_wrong else ""))
+    if logs_only:
+        print(summary_line("with dumps, logs only", summary(logs_only)))
     _print_calibration()
     if a.lock:
         root = a.lock.parent
