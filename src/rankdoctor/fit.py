@@ -76,10 +76,11 @@ class Case:
     @property
     def fold(self) -> int:
         """Cases of one family (the lab matrix's variants of one fault: other ranks, world
-        sizes, options) share a fold, so cross-validation never tests on a near-copy of a
-        training case."""
+        sizes, options, and its held-out draws in lab-fresh*) share a fold, so
+        cross-validation never tests on a near-copy of a training case."""
         family = re.sub(r"-w\d+(?:-r[\dr]+)?(?:-notee)?$", "", self.path.name)
-        return zlib.crc32(f"{self.path.parent.name}/{family}".encode()) % FOLDS
+        group = "lab-matrix" if self.path.parent.name.startswith("lab-fresh") else self.path.parent.name
+        return zlib.crc32(f"{group}/{family}".encode()) % FOLDS
 
 
 def is_right(label: dict, entry, ranks: tuple[int, ...]) -> bool:

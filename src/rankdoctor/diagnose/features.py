@@ -79,13 +79,13 @@ FEATURES: dict[str, str] = {
     "claim_gone_not_late": "peers report the claimed rank gone (a closed or reset connection, a lost store), yet the entry explains a late rank, not a dead one",
     "claim_named": "mismatch messages name the claimed rank as the other side",
     "claim_smaller_side": "the ranks that report a mismatch and those that do not are split unevenly, and the claim is the smaller side",
-    "claim_about_peer_only": "the claimed rank's own failure is only its report of what an unnamed peer did (gloo's size check: the peer sent the odd op)",
     "claim_reporter_only": "the claimed rank's own failure is only its report of a collective mismatch (either side of a mismatch can be the one to report it)",
     "claim_main_busy": "the claimed rank is rank 0, which reports no wait, while lines of long work (progress, checkpoint writes) carry no rank: frameworks print those from the main process",
     "claim_stack_odd": "stack dumps show the claimed ranks' main threads somewhere else than most ranks' (by overlap)",
     "claim_quiet": "the claimed rank stopped working well before the others (log of the gap, 10 min = 1)",
     "claim_late": "the claimed rank kept working after every other rank had stopped (log of the gap)",
     "claim_behind": "the claimed rank's step counter is behind every other rank's",
+    "claim_behind_desync": "the entry explains ranks in different collectives and the claimed rank's step counter is behind every other rank's",
     "claim_working": "the claimed rank's last line is a line of work with a step counter, and it neither failed nor reported waiting, while other ranks waited",
     "claim_fr_mismatch": "the Flight Recorder dumps show the claimed rank's collectives differ from the others'",
     "claim_fr_behind": "the claimed ranks are the ones the Flight Recorder dumps show behind, stuck or without a dump while the others wait (by overlap)",
@@ -263,6 +263,9 @@ def _claim(h: Hypothesis, cx: Context, causes: list[Event], evs: list[Event]) ->
     f["claim_quiet"] = min(_gap_score(cx.quiet.get(r, 0.0), cx.timeout) for r in ranks)
     f["claim_late"] = min(_gap_score(cx.late.get(r, 0.0), cx.timeout) for r in ranks)
     f["claim_behind"] = float(ranks <= cx.behind)
+    # ranks in different collectives: the one that stopped short of its peers' progress is the
+    # one in the op they never issued (whichever side of the pair reported the mismatch)
+    f["claim_behind_desync"] = f["claim_behind"] * float("desync" in {x.value for x in h.entry.explains})
     f["claim_working"] = float(bool(others & cx.waiting) and all(
         rw.progress is not None and not rw.waits and not rw.own_failure for rw in rows))
     if h.entry.class_ in MISMATCH_CLASSES and table.expected:
@@ -280,9 +283,6 @@ def _claim(h: Hypothesis, cx: Context, causes: list[Event], evs: list[Event]) ->
         and all(r in cx.failed and _same_block(cx.failed[r], desync_lines) for r in ranks)
         and not f.get("claim_minority") and not f.get("claim_named")
     )
-    peer_lines = [e for e in causes if _about_peer(cx.kb, e)]
-    f["claim_about_peer_only"] = float(
-        bool(peer_lines) and all(r in cx.failed and _same_block(cx.failed[r], peer_lines) for r in ranks))
     f["claim_fr_mismatch"] = float(all(rw.fr_kinds & FR_MISMATCH for rw in rows))
     f["claim_fr_behind"] = _cover(ranks, {r for r, rw in table.rows.items() if rw.fr_kinds & FR_HANG})
     outlived, left = cx.outlived
