@@ -149,6 +149,21 @@ def test_kb_commands():
     assert r.returncode == 2
 
 
+def test_kb_list_piped_is_one_whole_line_per_entry_and_bad_choices_are_refused():
+    r = run_cli("kb", "list")  # stdout is a pipe here
+    lines = r.stdout.decode().splitlines()
+    n = len(json.loads(run_cli("kb", "list", "--format", "json").stdout))
+    assert len(lines) == n and all(len(ln.split("\t")) == 4 for ln in lines)
+    assert "asymmetric-compile-collective-desync" in {ln.split("\t")[0] for ln in lines}
+    r = run_cli("kb", "list", "--class", "nope")
+    assert r.returncode == 2 and "collective-desync" in r.stderr.decode() and r.stdout == b""
+    assert run_cli("kb", "list", "--format", "markdown").returncode == 2
+    r = run_cli("-V")
+    assert r.returncode == 0 and r.stdout.decode().startswith("rankdoctor ")
+    assert run_cli("fr", str(SCENARIOS / "lab-matrix" / "exception-w3-r1" / "fr"), "-f", "html").returncode == 2
+    assert run_cli("stacks", str(SCENARIOS / "lab-stacks" / "silent-hang-pyspy-w3-r2"), "-f", "markdown").returncode == 2
+
+
 def test_torchrun_logdir_tree(tmp_path):
     r = run_cli("diagnose", str(SCENARIOS / "lab" / "straggler-rank0" / "logs"), "--format", "json")
     d = json.loads(r.stdout)

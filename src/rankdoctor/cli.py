@@ -44,7 +44,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _main(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version and exit."),
+    version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True, help="Show the version and exit."),
 ) -> None:
     pass
 
@@ -169,7 +169,13 @@ def kb_list(
     system: Optional[str] = typer.Option(None, "--system", help="Only entries that affect this system."),
     fmt: Format = typer.Option(Format.text, "--format", "-f"),
 ) -> None:
-    """List the entries of the encyclopedia."""
+    """List the entries of the encyclopedia (one line each when the output is not a terminal)."""
+    from .kb.taxonomy import CLASS_IDS
+
+    if klass is not None and klass not in CLASS_IDS:
+        _fail(f"--class {klass}: unknown class; the classes are: {', '.join(sorted(CLASS_IDS))}")
+    if fmt in (Format.markdown, Format.html):
+        _fail(f"--format {fmt.value}: kb list prints text or json")
     kb = _load_kb(None)
     rows = [
         e
@@ -186,6 +192,11 @@ def kb_list(
                 indent=2,
             )
         )
+        return
+    if not sys.stdout.isatty():
+        # piped (grep, less, a file): whole ids and titles, one entry a line, tab-separated
+        for e in rows:
+            typer.echo(f"{e.id}\t{e.class_}\t{e.severity.value}\t{e.title}")
         return
     from rich.console import Console
     from rich.table import Table
@@ -238,6 +249,8 @@ def flight_recorder(
 ) -> None:
     """Compare the collectives every rank scheduled and name the rank and call site where
     they parted. Exit status: 0 consistent, 1 findings, 3 inconclusive, 2 input error."""
+    if fmt in (Format.markdown, Format.html):
+        _fail(f"--format {fmt.value}: fr prints text or json")
     from .flightrec.analyze import analyze
     from .flightrec.load import DumpError, load_dumps
 
@@ -270,6 +283,8 @@ def stacks(
     """Group the ranks of a hung job by where their main thread is, like STAT: the ranks
     that are somewhere else than the rest are the ones to look at. Exit status: 0 all in one
     place, 1 odd ranks found, 3 no clear majority, 2 input error."""
+    if fmt in (Format.markdown, Format.html):
+        _fail(f"--format {fmt.value}: stacks prints text or json")
     from .ingest.stacks import group_by_stack, outliers, read_stack_dumps
 
     missing = [p for p in paths if not Path(p).exists()]
