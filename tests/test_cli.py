@@ -186,3 +186,14 @@ def test_directory_with_a_binary_and_an_unreadable_file(tmp_path):
     assert r.returncode == 1, r.stderr.decode()
     assert json.loads(r.stdout)["diagnoses"][0]["class"] == "cuda-oom"
     assert "Traceback" not in r.stderr.decode()
+
+
+def test_serve_on_a_busy_port_is_one_line_and_exit_2():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        r = run_cli("serve", "--port", str(s.getsockname()[1]))
+    err = r.stderr.decode().strip().splitlines()
+    assert r.returncode == 2 and len(err) == 1 and "cannot listen" in err[0] and r.stdout == b""

@@ -337,6 +337,16 @@ def serve(
 ) -> None:
     """Run the local web app: paste or drop logs, see the diagnosis and the per-rank
     timeline, browse the encyclopedia. Nothing is fetched from the internet."""
+    import socket
+
+    # a port in use is an input error: one line and exit 2, before any banner
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError as exc:
+        _fail(f"{host}:{port}: cannot listen there ({exc.strerror or exc}); pick another --port")
     kb = _load_kb(None)
     from .web.app import serve as run_server
 
