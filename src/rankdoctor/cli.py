@@ -29,6 +29,8 @@ class Format(str, Enum):
     json = "json"
     markdown = "markdown"
     html = "html"
+    github = "github"
+    junit = "junit"
 
 
 def _fail(msg: str) -> None:
@@ -76,7 +78,7 @@ def _loader(load):
 @app.command()
 def diagnose(
     paths: list[str] = typer.Argument(..., help="Log files, directories, archives (.gz .zst .tar .zip), or - for stdin."),
-    fmt: Format = typer.Option(Format.text, "--format", "-f", help="Output format."),
+    fmt: Format = typer.Option(Format.text, "--format", "-f", help="text, json (rankdoctor.diagnosis/v1), markdown, html, github (workflow-command annotations on the evidence lines) or junit (JUnit XML: the diagnosis as a failed test case)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file instead of stdout."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the reasoning steps."),
     fr: Optional[list[str]] = typer.Option(None, "--fr", help="Flight Recorder dumps (files or folders) to use as evidence; dumps inside the log folders are found on their own."),
@@ -136,6 +138,14 @@ def diagnose(
         from .report.markdown import render_markdown
 
         _emit(render_markdown(result), output)
+    elif fmt is Format.github:
+        from .report.ci import render_github
+
+        _emit(render_github(result), output)
+    elif fmt is Format.junit:
+        from .report.ci import render_junit
+
+        _emit(render_junit(result), output)
     elif fmt is Format.html:
         from .report.html import render_html
 
@@ -174,7 +184,7 @@ def kb_list(
 
     if klass is not None and klass not in CLASS_IDS:
         _fail(f"--class {klass}: unknown class; the classes are: {', '.join(sorted(CLASS_IDS))}")
-    if fmt in (Format.markdown, Format.html):
+    if fmt not in (Format.text, Format.json):
         _fail(f"--format {fmt.value}: kb list prints text or json")
     kb = _load_kb(None)
     rows = [
@@ -249,7 +259,7 @@ def flight_recorder(
 ) -> None:
     """Compare the collectives every rank scheduled and name the rank and call site where
     they parted. Exit status: 0 consistent, 1 findings, 3 inconclusive, 2 input error."""
-    if fmt in (Format.markdown, Format.html):
+    if fmt not in (Format.text, Format.json):
         _fail(f"--format {fmt.value}: fr prints text or json")
     from .flightrec.analyze import analyze
     from .flightrec.load import DumpError, load_dumps
@@ -283,7 +293,7 @@ def stacks(
     """Group the ranks of a hung job by where their main thread is, like STAT: the ranks
     that are somewhere else than the rest are the ones to look at. Exit status: 0 all in one
     place, 1 odd ranks found, 3 no clear majority, 2 input error."""
-    if fmt in (Format.markdown, Format.html):
+    if fmt not in (Format.text, Format.json):
         _fail(f"--format {fmt.value}: stacks prints text or json")
     from .ingest.stacks import group_by_stack, outliers, read_stack_dumps
 
