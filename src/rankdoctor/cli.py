@@ -364,6 +364,22 @@ def serve(
 
 
 @app.command()
+def schema(
+    name: str = typer.Argument(..., help="diagnosis, fr or stacks."),
+) -> None:
+    """Print the JSON Schema of a document rankdoctor writes: diagnosis
+    (rankdoctor.diagnosis/v1, `diagnose --format json`), fr (rankdoctor.fr/v1) or stacks
+    (rankdoctor.stacks/v1)."""
+    import json
+
+    from .schemas import DOCUMENTS, json_schema
+
+    if name not in DOCUMENTS:
+        _fail(f"{name}: unknown document; the documents are: {', '.join(DOCUMENTS)}")
+    typer.echo(json.dumps(json_schema(name), indent=2))
+
+
+@app.command()
 def site(out_dir: Path = typer.Argument(..., help="Folder to write the static encyclopedia into.")) -> None:
     """Build the static encyclopedia: index by class and system, a page per entry, the NCCL
     error hub, and a search that works offline."""
