@@ -40,6 +40,9 @@ def test_json_schema_v1():
         assert set(ev) == {"source", "line", "rank", "time", "text", "signature", "role"}
         assert ev["role"] in ("cause", "symptom", "context")
         assert ev["line"] >= 1
+    # a step is {text, command}: the command is not glued onto the prose (DESIGN.md)
+    assert top["fix"] and all(set(f) == {"text", "command"} and " — `" not in f["text"] for f in top["fix"])
+    assert set(top["verify"]) == {"text", "command"} and top["verify"]["command"]
     assert set(d["ranks"]) == {"count", "seen"}
     assert d["inputs"][0]["lines"] == 6 and d["inputs"][0]["bytes"] > 0
 

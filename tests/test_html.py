@@ -52,7 +52,7 @@ def test_report_shows_evidence_fix_verify_and_the_timeline(kb):
     result = diagnose(kb, scan)
     html = render_html(result, scan, kb)
     top = result.diagnoses[0]
-    for text in (top.title, top.klass, top.verify, top.root_cause.split(".")[0]):
+    for text in (top.title, top.klass, top.verify.command, top.root_cause.split(".")[0]):
         assert str(escape(text)) in html
     for ev in top.evidence:
         assert f"{ev.source}:{ev.line}" in html and str(escape(ev.text)) in html

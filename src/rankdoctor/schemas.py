@@ -31,6 +31,12 @@ class EvidenceDoc(TypedDict):
     role: str
 
 
+@with_config(_CLOSED)
+class StepDoc(TypedDict):
+    text: str
+    command: Annotated[str | None, Field(description="null where the step is not a command")]
+
+
 FindingDoc = with_config(_CLOSED)(TypedDict("FindingDoc", {
     "entry": Annotated[str, Field(description="id of the encyclopedia entry (rankdoctor kb show ID)")],
     "class": FailureClass,
@@ -41,8 +47,8 @@ FindingDoc = with_config(_CLOSED)(TypedDict("FindingDoc", {
     "collateral_ranks": list[Rank],
     "evidence": list[EvidenceDoc],
     "root_cause": str,
-    "fix": list[str],
-    "verify": str,
+    "fix": list[StepDoc],
+    "verify": StepDoc,
     "missing": list[str],
 }))
 

@@ -34,6 +34,34 @@ class Evidence:
 
 
 @dataclass
+class Step:
+    """One thing to do: what, and the command for it (None where the step is not a command)."""
+
+    text: str
+    command: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "command": self.command}
+
+    def __str__(self) -> str:
+        if self.command is None:
+            return self.text
+        return f"{self.text} — `{self.command}`" if self.text else f"`{self.command}`"
+
+    def as_line(self) -> str:
+        """A command line with what to look for as its comment (text views, CI output)."""
+        if self.command is None:
+            return self.text
+        return f"{self.command}  # {self.text}" if self.text else self.command
+
+    @classmethod
+    def from_verify(cls, verify: str) -> "Step":
+        """An entry's ``verify`` line: a command, with what to look for after ``#``."""
+        command, sep, comment = verify.partition("  # ")
+        return cls(comment.strip() if sep else "", command.strip())
+
+
+@dataclass
 class Finding:
     entry: str
     klass: str
@@ -43,8 +71,8 @@ class Finding:
     collateral_ranks: list[int]
     evidence: list[Evidence]
     root_cause: str
-    fix: list[str]
-    verify: str
+    fix: list[Step]
+    verify: Step
     missing: list[str]
     initiating_host: str | None = None
     notes: list[str] = field(default_factory=list)  # reasoning shown in the text view
@@ -64,8 +92,8 @@ class Finding:
             "collateral_ranks": self.collateral_ranks,
             "evidence": [e.to_json() for e in self.evidence],
             "root_cause": self.root_cause,
-            "fix": self.fix,
-            "verify": self.verify,
+            "fix": [f.to_json() for f in self.fix],
+            "verify": self.verify.to_json(),
             "missing": self.missing,
         }
 

@@ -15,7 +15,7 @@ from .collectives import compress_ranks, ranks_phrase
 from .common import MAX_EVIDENCE, PREFIX_MASK, event_key, fingerprint
 from .features import FEATURES, MIN_GAP, primary_failure
 from .hypotheses import Kind
-from .model import Evidence, Finding
+from .model import Evidence, Finding, Step
 from .ranktable import End
 from .traceback import user_call_site
 
@@ -53,8 +53,8 @@ def to_finding(kb, a: "Answer", w: "Weighing", weights: "Weights") -> Finding:
         collateral_ranks=collateral,
         evidence=evidence,
         root_cause=root,
-        fix=[f"{s.text} — `{s.command}`" if s.command else s.text for s in entry.fix],
-        verify=entry.verify,
+        fix=[Step(s.text, s.command or None) for s in entry.fix],
+        verify=Step.from_verify(entry.verify),
         missing=missing,
         initiating_host=host,
         notes=notes,

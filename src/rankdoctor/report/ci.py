@@ -47,8 +47,8 @@ def render_github(d: Diagnosis) -> str:
         out.append(f"::{level} file={_prop(ev.source)},line={max(ev.line, 1)},title={title}::{_data(msg)}")
     body = [_headline(d, top), top.root_cause]
     body += [f"fix {i}: {x}" for i, x in enumerate(top.fix, 1)]
-    if top.verify:
-        body.append(f"verify: {top.verify}")
+    if top.verify.command or top.verify.text:
+        body.append(f"verify: {top.verify.as_line()}")
     body += [f"missing: {m}" for m in top.missing]
     out.append(f"::{level} title={title}::{_data(chr(10).join(body))}")
     return "\n".join(out) + "\n"
@@ -70,8 +70,8 @@ def render_junit(d: Diagnosis) -> str:
             lines = [_headline(d, f), "", f.root_cause, "", "evidence:"]
             lines += [f"  {e.source}:{e.line} rank {e.rank if e.rank is not None else '?'}: {e.text}" for e in f.evidence]
             lines += ["", *[f"fix {k}: {x}" for k, x in enumerate(f.fix, 1)]]
-            if f.verify:
-                lines.append(f"verify: {f.verify}")
+            if f.verify.command or f.verify.text:
+                lines.append(f"verify: {f.verify.as_line()}")
             lines += [f"missing: {m}" for m in f.missing]
             fail = ET.SubElement(case, "failure", message=_headline(d, f), type=f.klass)
             fail.text = "\n".join(lines)

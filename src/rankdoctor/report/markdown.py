@@ -56,7 +56,8 @@ def render_markdown(d: Diagnosis) -> str:
         out.append("  " + _fence(ev.text).replace("\n", "\n  "))
     out += ["", "**Fix**", ""]
     out += [f"{i}. {f}" for i, f in enumerate(top.fix, 1)]
-    out += ["", f"**Verify:** `{top.verify}`", ""]
+    v = top.verify
+    out += ["", f"**Verify:** `{v.command}`" + (f" — {v.text}" if v.text else "") if v.command else f"**Verify:** {v.text}", ""]
     if top.missing:
         out += ["**Missing facts — collect next**", ""]
         out += [f"- {m}" for m in top.missing]

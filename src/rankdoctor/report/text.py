@@ -67,8 +67,8 @@ def render_text(d: Diagnosis, console: Console, verbose: bool = False) -> None:
     todo.add_column(style="bold")
     todo.add_column()
     for i, f in enumerate(top.fix, 1):
-        todo.add_row(f"fix {i}", escape(f))
-    todo.add_row("verify", escape(top.verify))
+        todo.add_row(f"fix {i}", escape(str(f)))
+    todo.add_row("verify", escape(top.verify.as_line()))
     for m in top.missing:
         todo.add_row(Text("missing", style="yellow"), escape(m))
     console.print(Panel(todo, title="what to do", title_align="left"))
