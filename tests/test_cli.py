@@ -200,3 +200,19 @@ def test_serve_on_a_busy_port_is_one_line_and_exit_2():
         r = run_cli("serve", "--port", str(s.getsockname()[1]))
     err = r.stderr.decode().strip().splitlines()
     assert r.returncode == 2 and len(err) == 1 and "cannot listen" in err[0] and r.stdout == b""
+
+
+def test_times_are_shown_readably_and_kept_iso_in_the_json():
+    from rankdoctor.diagnose.model import Evidence
+
+    def ev(t):
+        return Evidence("x.log", 1, 0, t, "line", "sig", "cause")
+
+    assert ev("--12-02T00:08:28.533000").shown_time == "12-02 00:08:28.533"
+    assert ev("2026-12-02T00:16:10.765000").shown_time == "2026-12-02 00:16:10.765"
+    assert ev(None).shown_time is None
+    case = SCENARIOS / "lab-matrix" / "exception-w3-r1" / "console.log"
+    text = run_cli("diagnose", str(case), "-q").stdout.decode()
+    assert "--12-02T" not in text and "12-02 00:08:28.533" in text
+    doc = json.loads(run_cli("diagnose", str(case), "-q", "--format", "json").stdout)
+    assert any(e["time"] == "--12-02T00:08:28.533000" for e in doc["diagnoses"][0]["evidence"])

@@ -21,6 +21,18 @@ class Evidence:
     repeats: int = 0
     repeat_ranks: list[int] = field(default_factory=list)
 
+    @property
+    def shown_time(self) -> str | None:
+        """The time as the views show it: "2026-12-02 00:16:10.765"; a glog time without a
+        year (E1202 00:08:28.533000, kept in the JSON as ISO's --12-02T00:08:28.533) as
+        "12-02 00:08:28.533"."""
+        t = self.time
+        if not t:
+            return None
+        if t.startswith("--"):
+            return t[2:].replace("T", " ")[:18]
+        return t.replace("T", " ")[:23]
+
     def to_json(self) -> dict[str, Any]:
         return {
             "source": self.source,

@@ -43,7 +43,7 @@ def render_github(d: Diagnosis) -> str:
     out = []
     for ev in top.evidence:
         rank = f"rank {ev.rank}" if ev.rank is not None else "rank ?"
-        msg = f"{ev.role} ({rank}{', ' + ev.time if ev.time else ''}): {ev.text}"
+        msg = f"{ev.role} ({rank}{', ' + ev.shown_time if ev.time else ''}): {ev.text}"
         out.append(f"::{level} file={_prop(ev.source)},line={max(ev.line, 1)},title={title}::{_data(msg)}")
     body = [_headline(d, top), top.root_cause]
     body += [f"fix {i}: {x}" for i, x in enumerate(top.fix, 1)]

@@ -52,7 +52,7 @@ def render_text(d: Diagnosis, console: Console, verbose: bool = False) -> None:
     ev.add_column("role", no_wrap=True)
     ev.add_column("where / line", overflow="fold", ratio=1)
     for e in top.evidence:
-        where = f"{e.source}:{e.line}" + (f"  {e.time}" if e.time else "")
+        where = f"{e.source}:{e.line}" + (f"  {e.shown_time}" if e.time else "")
         if e.repeats:
             where += f"  (+{e.repeats} similar" + (f" on ranks {compress_ranks(e.repeat_ranks)}" if e.repeat_ranks else "") + ")"
         text = e.text if len(e.text) <= 400 else e.text[:400] + " …"
