@@ -216,3 +216,11 @@ def test_times_are_shown_readably_and_kept_iso_in_the_json():
     assert "--12-02T" not in text and "12-02 00:08:28.533" in text
     doc = json.loads(run_cli("diagnose", str(case), "-q", "--format", "json").stdout)
     assert any(e["time"] == "--12-02T00:08:28.533000" for e in doc["diagnoses"][0]["evidence"])
+
+
+def test_help_shows_what_to_type_not_python_types():
+    import re
+
+    for cmd in (["diagnose"], ["fr"], ["stacks"], ["kb", "list"], ["kb", "show"], ["serve"], ["schema"], ["site"], []):
+        out = run_cli(*cmd, "--help").stdout.decode()
+        assert out and not re.search(r"<(?:bool|str|int|path|list\[)", out), (cmd, out)

@@ -13,6 +13,35 @@ import typer
 
 from . import __version__
 
+_PLAIN = {"str": "TEXT", "int": "INT", "float": "FLOAT", "path": "PATH", "int range": "INT", "float range": "FLOAT"}
+
+
+def _plain_help_types() -> None:
+    """Typer 0.29 labels every parameter in --help with its Python annotation (`<bool>`,
+    `<list[str]>`). Show what a user types instead: nothing for a switch, the metavar where one
+    is given, the choices of a choice, TEXT / INT / PATH otherwise."""
+    from typer import core
+
+    original = core._TyperParameter.display_type
+
+    def display_type(self, ctx):  # type: ignore[no-untyped-def]
+        if getattr(self, "is_flag", False) or isinstance(self, core.TyperArgument) and self.metavar:
+            return None
+        if self.metavar:
+            return self.metavar
+        label = original(self, ctx).strip("<>")
+        if label.startswith("list[") and label.endswith("]"):
+            inner = label[5:-1]
+            return _PLAIN.get(inner, inner.upper()) + "..."
+        if "|" in label:
+            return "[" + label + "]"
+        return _PLAIN.get(label, label.upper())
+
+    core._TyperParameter.display_type = display_type
+
+
+_plain_help_types()
+
 app = typer.Typer(
     name="rankdoctor",
     help="Find the rank that started a distributed-training failure, and say why.",
@@ -77,11 +106,11 @@ def _loader(load):
 
 @app.command()
 def diagnose(
-    paths: list[str] = typer.Argument(..., help="Log files, directories, archives (.gz .zst .tar .zip), or - for stdin."),
+    paths: list[str] = typer.Argument(..., metavar="PATH", help="Log files, directories, archives (.gz .zst .tar .zip), or - for stdin."),
     fmt: Format = typer.Option(Format.text, "--format", "-f", help="text, json (rankdoctor.diagnosis/v1), markdown, html, github (workflow-command annotations on the evidence lines) or junit (JUnit XML: the diagnosis as a failed test case)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file instead of stdout."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the reasoning steps."),
-    fr: Optional[list[str]] = typer.Option(None, "--fr", help="Flight Recorder dumps (files or folders) to use as evidence; dumps inside the log folders are found on their own."),
+    fr: Optional[list[str]] = typer.Option(None, "--fr", metavar="PATH", help="Flight Recorder dumps (files or folders) to use as evidence; dumps inside the log folders are found on their own."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Processes to scan with (default: one per core; small inputs use one)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     entries: Optional[Path] = typer.Option(None, "--entries", help="Use another knowledge-base directory.", hidden=True),
@@ -252,10 +281,10 @@ def kb_search(text: str = typer.Argument(..., help="Words, or a pasted log line.
 
 @app.command("fr")
 def flight_recorder(
-    paths: list[str] = typer.Argument(..., help="Flight Recorder dump files, or folders holding them (one file per rank)."),
+    paths: list[str] = typer.Argument(..., metavar="PATH", help="Flight Recorder dump files, or folders holding them (one file per rank)."),
     fmt: Format = typer.Option(Format.text, "--format", "-f", help="text or json (schema rankdoctor.fr/v1)."),
     prefix: Optional[str] = typer.Option(None, "--prefix", help="File-name prefix before the rank number (default: inferred)."),
-    rank: Optional[list[int]] = typer.Option(None, "--rank", help="Rank of each dump file, in the order given (overrides file names)."),
+    rank: Optional[list[int]] = typer.Option(None, "--rank", metavar="RANK", help="Rank of each dump file, in the order given (overrides file names)."),
 ) -> None:
     """Compare the collectives every rank scheduled and name the rank and call site where
     they parted. Exit status: 0 consistent, 1 findings, 3 inconclusive, 2 input error."""
@@ -286,7 +315,7 @@ def flight_recorder(
 
 @app.command("stacks")
 def stacks(
-    paths: list[str] = typer.Argument(..., help="Stack dumps (py-spy text or --json, faulthandler), one per rank, or folders holding them; the rank is read from the file name (pyspy_rank3.txt)."),
+    paths: list[str] = typer.Argument(..., metavar="PATH", help="Stack dumps (py-spy text or --json, faulthandler), one per rank, or folders holding them; the rank is read from the file name (pyspy_rank3.txt)."),
     fmt: Format = typer.Option(Format.text, "--format", "-f", help="text or json."),
     depth: int = typer.Option(3, "--depth", min=1, max=20, help="Innermost frames that must agree for two ranks to be in one group."),
 ) -> None:
