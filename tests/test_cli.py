@@ -224,3 +224,9 @@ def test_help_shows_what_to_type_not_python_types():
     for cmd in (["diagnose"], ["fr"], ["stacks"], ["kb", "list"], ["kb", "show"], ["serve"], ["schema"], ["site"], []):
         out = run_cli(*cmd, "--help").stdout.decode()
         assert out and not re.search(r"<(?:bool|str|int|path|list\[)", out), (cmd, out)
+
+
+def test_piped_text_report_keeps_paths_whole():
+    case = SCENARIOS / "real-holdout15" / "nanotron-grouping-texts-rank0-straggler" / "log.txt"
+    out = run_cli("diagnose", str(case), "-q").stdout.decode()  # stdout is a pipe here
+    assert f"{case}:1" in out or f"{case.relative_to(SCENARIOS.parent.parent)}:1" in out, out[:2000]

@@ -13,6 +13,7 @@ import typer
 
 from . import __version__
 
+PIPED_WIDTH = 200  # text output when stdout is not a terminal
 _PLAIN = {"str": "TEXT", "int": "INT", "float": "FLOAT", "path": "PATH", "int range": "INT", "float range": "FLOAT"}
 
 
@@ -190,7 +191,10 @@ def diagnose(
         else:
             from .report.text import render_text
 
-            render_text(result, Console(highlight=False, soft_wrap=False), verbose)
+            # piped (tee, less, a CI log): wide enough that paths and log lines are not cut at
+            # 80 columns; a terminal gets its own width
+            width = None if sys.stdout.isatty() else PIPED_WIDTH
+            render_text(result, Console(highlight=False, soft_wrap=False, width=width), verbose)
     raise typer.Exit(result.exit_code)
 
 
