@@ -230,3 +230,13 @@ def test_piped_text_report_keeps_paths_whole():
     case = SCENARIOS / "real-holdout15" / "nanotron-grouping-texts-rank0-straggler" / "log.txt"
     out = run_cli("diagnose", str(case), "-q").stdout.decode()  # stdout is a pipe here
     assert f"{case}:1" in out or f"{case.relative_to(SCENARIOS.parent.parent)}:1" in out, out[:2000]
+
+
+def test_repeat_note_says_rank_or_ranks():
+    from rankdoctor.diagnose.model import Evidence
+
+    e = Evidence("x.log", 1, 0, None, "line", "sig", "symptom", repeats=1, repeat_ranks=[2])
+    assert e.repeats_note == "(+1 similar on rank 2)"
+    e = Evidence("x.log", 1, 0, None, "line", "sig", "symptom", repeats=5, repeat_ranks=[1, 2, 3, 7])
+    assert e.repeats_note == "(+5 similar on ranks 1-3,7)"
+    assert Evidence("x.log", 1, 0, None, "line", "sig", "symptom").repeats_note == ""

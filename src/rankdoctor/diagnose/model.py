@@ -22,6 +22,18 @@ class Evidence:
     repeat_ranks: list[int] = field(default_factory=list)
 
     @property
+    def repeats_note(self) -> str:
+        """"(+5 similar on ranks 1-3,7)", "(+1 similar on rank 2)", or "" when the line stands alone."""
+        if not self.repeats:
+            return ""
+        from .collectives import compress_ranks
+
+        where = ""
+        if self.repeat_ranks:
+            where = f" on rank{'s' if len(self.repeat_ranks) > 1 else ''} {compress_ranks(self.repeat_ranks)}"
+        return f"(+{self.repeats} similar{where})"
+
+    @property
     def shown_time(self) -> str | None:
         """The time as the views show it: "2026-12-02 00:16:10.765"; a glog time without a
         year (E1202 00:08:28.533000, kept in the JSON as ISO's --12-02T00:08:28.533) as

@@ -50,7 +50,7 @@ def render_markdown(d: Diagnosis) -> str:
     for ev in top.evidence:
         where = f"{ev.source}:{ev.line}"
         rank = f"rank {ev.rank}" if ev.rank is not None else "rank ?"
-        more = f" (+{ev.repeats} similar" + (f" on ranks {compress_ranks(ev.repeat_ranks)}" if ev.repeat_ranks else "") + ")" if ev.repeats else ""
+        more = f" {ev.repeats_note}" if ev.repeats else ""
         out.append(f"- `{where}` · {rank}" + (f" · {ev.shown_time}" if ev.time else "") + f" · {ev.role}{more}")
         out.append("")
         out.append("  " + _fence(ev.text).replace("\n", "\n  "))

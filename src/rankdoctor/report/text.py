@@ -54,7 +54,7 @@ def render_text(d: Diagnosis, console: Console, verbose: bool = False) -> None:
     for e in top.evidence:
         where = f"{e.source}:{e.line}" + (f"  {e.shown_time}" if e.time else "")
         if e.repeats:
-            where += f"  (+{e.repeats} similar" + (f" on ranks {compress_ranks(e.repeat_ranks)}" if e.repeat_ranks else "") + ")"
+            where += f"  {e.repeats_note}"
         text = e.text if len(e.text) <= 400 else e.text[:400] + " …"
         ev.add_row(
             "?" if e.rank is None else str(e.rank),
