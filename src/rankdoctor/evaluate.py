@@ -125,25 +125,19 @@ def read_label(case: Path) -> dict:
     raise FileNotFoundError(case)
 
 
+def _is_dump(case: Path, p: Path) -> bool:
+    """A Flight Recorder dump of the case: in an fr/ flight_recorder/ dumps/ folder, or named so."""
+    return any(part in ("fr", "flight_recorder", "dumps") for part in p.relative_to(case).parts[:-1]) or p.name.startswith(
+        ("fr_trace", "nccl_trace"))
+
+
 def evidence_paths(case: Path) -> list[str]:
-    paths = []
-    for p in sorted(case.rglob("*")):
-        if not p.is_file() or p.name in NOT_EVIDENCE:
-            continue
-        rel = p.relative_to(case).parts
-        if any(part in ("fr", "flight_recorder", "dumps") for part in rel[:-1]) or p.name.startswith(("fr_trace", "nccl_trace")):
-            continue
-        paths.append(str(p))
-    return paths
+    return [str(p) for p in sorted(case.rglob("*")) if p.is_file() and p.name not in NOT_EVIDENCE and not _is_dump(case, p)]
 
 
 def has_dumps(case: Path) -> bool:
     """The case folder holds Flight Recorder dumps next to its logs."""
-    return any(
-        p.is_file() and (any(part in ("fr", "flight_recorder", "dumps") for part in p.relative_to(case).parts[:-1])
-                         or p.name.startswith(("fr_trace", "nccl_trace")))
-        for p in case.rglob("*")
-    )
+    return any(p.is_file() and _is_dump(case, p) for p in case.rglob("*"))
 
 
 def weigh_case(kb: KnowledgeBase, scanner: Scanner, case: Path, paths: list[str] | None = None, use_fr: bool = True):
@@ -318,11 +312,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         outcomes.append((case, o))
         if a.verbose or not o.ok or o.confident_wrong:
-            mark = "ok " if o.ok else "BAD"
-            conf = "" if o.confidence is None else f", {o.confidence:.2f}"
-            print(f"{mark} {case}: want {_fmt_answer(o.want_class, o.want_rank, o.want_ranks)} "
-                  f"got {_fmt_answer(o.got_class, o.got_rank, o.got_ranks)} ({o.verdict}{conf})"
-                  + ("  CONFIDENT-WRONG" if o.confident_wrong else ""))
+            print(_outcome_line(case, o))
     only = [o for _, o in outcomes]
     print()
     print(table(only))
@@ -341,9 +331,7 @@ def main(argv: list[str] | None = None) -> int:
             o = run_case(kb, scanner, case, use_fr=False)
             logs_only.append(o)
             if a.verbose or not o.ok or o.confident_wrong:
-                print(f"{'ok ' if o.ok else 'BAD'} {case} (logs only): want {_fmt_answer(o.want_class, o.want_rank, o.want_ranks)} "
-                      f"got {_fmt_answer(o.got_class, o.got_rank, o.got_ranks)} ({o.verdict})"
-                      + ("  CONFIDENT-WRONG" if o.confident_wrong else ""))
+                print(_outcome_line(case, o, " (logs only)"))
     if logs_only:
         print(summary_line("with dumps, logs only", summary(logs_only)))
     _print_calibration()
@@ -361,6 +349,13 @@ def main(argv: list[str] | None = None) -> int:
         misses = sum(r["status"] == "miss" for r in rows)
         print(f"wrote {a.lock}: {len(rows)} scenarios, {misses} known misses")
     return 0
+
+
+def _outcome_line(case: Path, o: Outcome, view: str = "") -> str:
+    conf = "" if o.confidence is None else f", {o.confidence:.2f}"
+    return (f"{'ok ' if o.ok else 'BAD'} {case}{view}: want {_fmt_answer(o.want_class, o.want_rank, o.want_ranks)} "
+            f"got {_fmt_answer(o.got_class, o.got_rank, o.got_ranks)} ({o.verdict}{conf})"
+            + ("  CONFIDENT-WRONG" if o.confident_wrong else ""))
 
 
 def _print_calibration() -> None:

@@ -21,8 +21,8 @@ from ..kb.loader import KnowledgeBase
 from .attribution import ACTIVITY, FATAL, TRACE
 from .hypotheses import MISMATCH_CLASSES, Hypothesis, Kind, desync_strength, main_process_busy, named_by_peers
 from .ranktable import (
-    FR_HANG, FR_MISMATCH, NUMERIC_CLASS, End, RankRow, RankTable, fingerprint_minority, fingerprints_ahead, first_collective_hang,
-    order, same_clock,
+    FR_HANG, FR_MISMATCH, NUMERIC_CLASS, End, RankRow, RankTable, about_peer, fingerprint_minority, fingerprints_ahead,
+    first_collective_hang, order, reports_lost_peer, same_clock,
 )
 
 # name -> what it means (the order is the order of the weight vector)
@@ -220,6 +220,7 @@ def _claim(h: Hypothesis, cx: Context, causes: list[Event], evs: list[Event]) ->
     ranks = set(h.ranks)
     rows = [table.row(r) for r in sorted(ranks)]
     others = (table.expected | set(table.rows)) - ranks
+    explains = {x.value for x in h.entry.explains}
     f: dict[str, float] = {"claim": 1.0, "claim_set": float(len(ranks) > 1)}
     lines_here = [e for e in evs if e.rank in ranks and e.role in ("cause", "symptom", "context")]
     f["claim_entry_here"] = float(all(any(e.rank == r for e in lines_here) for r in ranks))
@@ -253,10 +254,10 @@ def _claim(h: Hypothesis, cx: Context, causes: list[Event], evs: list[Event]) ->
         f["claim_absent"] = _cover(ranks, set(coll.culprits))
     f["claim_fingerprint"] = _cover(ranks, cx.fingerprint_odd)
     f["claim_fingerprint_ahead"] = float(ranks <= fingerprints_ahead(table))
-    late_only = "straggler" in {x.value for x in h.entry.explains} and "dead-peer" not in {x.value for x in h.entry.explains}
+    late_only = "straggler" in explains and "dead-peer" not in explains
     f["claim_died_not_late"] = float(late_only and all(rw.end == End.own_death for rw in rows))
     gone = sum(cx.gone.get(r, 0) for r in ranks)
-    if gone and "dead-peer" not in {x.value for x in h.entry.explains}:
+    if gone and "dead-peer" not in explains:
         f["claim_gone_not_late"] = gone / max(1, sum(cx.gone.values()))
     total_named = sum(cx.named.values())
     if total_named:
@@ -268,13 +269,13 @@ def _claim(h: Hypothesis, cx: Context, causes: list[Event], evs: list[Event]) ->
     f["claim_behind"] = float(ranks <= cx.behind)
     # ranks in different collectives: the one that stopped short of its peers' progress is the
     # one in the op they never issued (whichever side of the pair reported the mismatch)
-    f["claim_behind_desync"] = f["claim_behind"] * float("desync" in {x.value for x in h.entry.explains})
+    f["claim_behind_desync"] = f["claim_behind"] * float("desync" in explains)
     f["claim_working"] = float(bool(others & cx.waiting) and all(
         rw.progress is not None and not rw.waits and not rw.own_failure for rw in rows))
     if h.entry.class_ in MISMATCH_CLASSES and table.expected:
         # a report about an unnamed peer (gloo's size check) comes from whichever rank
         # received the odd op, not from one side of the job: it splits no sides
-        reporters = {e.rank for e in causes if e.rank is not None and not _about_peer(cx.kb, e)} & table.expected
+        reporters = {e.rank for e in causes if e.rank is not None and not about_peer(cx.kb, e)} & table.expected
         silent = table.expected - reporters
         if reporters and silent and len(reporters) != len(silent):
             small = reporters if len(reporters) < len(silent) else silent
@@ -323,11 +324,6 @@ def _same_block(first: Event, lines: list[Event]) -> bool:
     """The rank's first failure is one of ``lines``, or the abort / traceback block they
     are in ("terminate called ..." just above its "what(): ..." line)."""
     return any(e.rank == first.rank and e.source == first.source and abs(e.line - first.line) <= 3 for e in lines)
-
-
-def _about_peer(kb: KnowledgeBase, ev: Event) -> bool:
-    sig = kb.signature(ev.entry, ev.signature)
-    return sig is not None and sig.reports_peer
 
 
 def _weight(kb: KnowledgeBase, ev: Event) -> float:
@@ -498,9 +494,7 @@ def _findings(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> dict[
     coll = table.coll
     desync = desync_strength(kb, table, events)
     absent = float(bool(coll and coll.kind == "absent"))
-    lost = float(any(rw.accuses for rw in table.rows.values()) or any(
-        e.role == "symptom" and e.entry and ("dead-peer" in {x.value for x in kb.get(e.entry).explains} or _about_peer(kb, e))
-        for e in events))
+    lost = float(any(rw.accuses for rw in table.rows.values()) or any(reports_lost_peer(kb, e) for e in events))
     quiet, late = quiet_gaps(table)
     full = timeout_seconds(table)
     q = max([_gap_score(g, full) for g in list(quiet.values()) + list(late.values())] or [0.0])

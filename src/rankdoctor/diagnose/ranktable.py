@@ -162,6 +162,20 @@ def same_clock(x: float, y: float) -> bool:
     return (x >= 1e9) == (y >= 1e9)
 
 
+def about_peer(kb: KnowledgeBase, ev: Event) -> bool:
+    """The line reports what an unnamed peer did (a signature with ``reports_peer``)."""
+    sig = kb.signature(ev.entry, ev.signature)
+    return sig is not None and sig.reports_peer
+
+
+def reports_lost_peer(kb: KnowledgeBase, ev: Event) -> bool:
+    """A symptom line that says a peer was lost: of an entry that explains a dead peer, or a
+    report about an unnamed peer (a closed connection)."""
+    if ev.role != "symptom" or not ev.entry:
+        return False
+    return any(x.value == "dead-peer" for x in kb.get(ev.entry).explains) or about_peer(kb, ev)
+
+
 def time_key(e: Event) -> tuple:
     return (e.ts if e.ts is not None else math.inf, e.source, e.line)
 
@@ -179,8 +193,6 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
 
     symptom_lines = {e.where for e in events if e.role == "symptom"}
     numeric_entries = {e.id for e in kb if e.class_ == NUMERIC_CLASS}
-    peer_loss = {e.id for e in kb if "dead-peer" in {x.value for x in e.explains}}
-    peer_reports = {(e.id, s.id) for e in kb for s in e.signatures if s.reports_peer}
     unranked: list[Event] = []
     counted: dict[int, Event] = {}  # each rank's last line of work with a progress counter
     for ev in sorted(events, key=time_key):
@@ -195,8 +207,7 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
             rw.failures.append(ev)
         if ev.role == "symptom" and "launcher" not in ev.captures:
             rw.waits.append(ev)
-            if ev.entry in peer_loss or (ev.entry, ev.signature) in peer_reports:
-                rw.lost_peer = True
+            rw.lost_peer = rw.lost_peer or reports_lost_peer(kb, ev)
             pr = ev.cap_int("peer_rank")
             if pr is not None and pr != ev.rank:
                 rw.accuses.add(pr)
