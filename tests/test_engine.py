@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from rankdoctor.diagnose.collectives import compress_ranks
 from rankdoctor.diagnose.engine import diagnose, fingerprint
 from rankdoctor.diagnose.traceback import user_call_site
@@ -258,59 +260,47 @@ def _top_of(kb, rel: str):
     return d, (d.diagnoses[0] if d.diagnoses else None)
 
 
-def test_oom_naming_only_its_gpu_belongs_to_that_local_rank(kb):
+ANY = object()  # a reading whose class is checked, not its rank
+
+# real logs whose reading rests on one piece of general reasoning: (path, class, rank)
+READINGS = [
     # "GPU 1 has a total capacity ..." with no rank prefix: launchers give worker i GPU i
-    d, top = _top_of(kb, "real-holdout9/llamafactory-5x3090-zero3-qwen2-logits-oom-gpu1/log.txt")
-    assert (top.klass, top.initiating_rank) == ("cuda-oom", 1)
-
-
-def test_hang_in_the_first_collective_is_a_transport_problem_not_a_straggler(kb):
+    pytest.param("real-holdout9/llamafactory-5x3090-zero3-qwen2-logits-oom-gpu1/log.txt", "cuda-oom", 1, id="oom_naming_only_its_gpu_belongs_to_that_local_rank"),
     # every report at SeqNum=1, "last completed NCCL work: 0": no collective ever completed
-    d, top = _top_of(kb, "real-holdout9/vllm-a10g-tp4-first-allreduce-hang-p2p/log.txt")
-    assert top.klass == "nccl-p2p-topology"
+    pytest.param("real-holdout9/vllm-a10g-tp4-first-allreduce-hang-p2p/log.txt", "nccl-p2p-topology", ANY, id="hang_in_the_first_collective_is_a_transport_problem_not_a_straggler"),
+    # launch.py prints the LAST spawned worker's cmd; '--local_rank=0' there means one worker
+    pytest.param("real-holdout8/dolly-zero3-sigkill/log.txt", "host-oom", 0, id="deepspeed_launcher_exit_of_a_one_worker_node_names_that_worker"),
+    # NCCL_DEBUG_SUBSYS=COLL: AllReduce on device 0, AllGather on device 2 at opCount 0x28c
+    pytest.param("real-holdout6/rccl-rank2-allgather-vs-allreduce-opcount-desync/log.txt", "collective-desync", ANY, id="nccl_coll_trace_ranks_at_one_op_count_in_different_collectives"),
+    pytest.param("real-holdout7/arctic-rank0-dataload-crash-barrier/log.txt", "peer-rank-crashed", 0, id="store_reset_while_waiting_for_the_unique_id_means_rank_0_died"),
+    # a worker node's own output: "comm 0x... rank 1 nranks 2 cudaDev 0 ... Abort COMPLETE" and,
+    # above it, the FileNotFoundError that killed it; "Connection closed by localRank 0" is its own
+    # proxy (local rank 0 of that node is global rank 1), not an accusation of rank 0
+    pytest.param("real-holdout10/xtuner-two-node-worker-missing-local-arrow-cache/log.txt", "peer-rank-crashed", 1, id="a_rank_whose_nccl_comm_lines_name_one_rank_owns_its_unprefixed_log"),
+    # "LOG1.0.txt:host:pid:tid [0] NCCL INFO Broadcast: opCount 0 ... count 25503912" vs count 53 elsewhere
+    pytest.param("real-holdout10/ddp-broadcast-count-mismatch-rank0-hang/log.txt", "collective-desync", 0, id="grep_file_prefixed_nccl_coll_trace_names_the_odd_rank"),
+    # rank 1's c10d store wait ran out while unprefixed tokenizer progress ran on rank 0
+    pytest.param("real-holdout10/axolotl-rank0-tokenization-30min-rank1-store-timeout/log.txt", "straggler-timeout", ANY, id="store_wait_timeout_is_a_wait_not_a_crash"),
+    # the kernel's "Assertion `... index out of bounds` failed." lines carry no prefix; [rank1]'s traceback follows
+    pytest.param("real-holdout13/yolo-world-ddp-val-classes/log.txt", "device-assert", 1, id="unprefixed_device_assert_belongs_to_the_rank_whose_traceback_follows"),
+    # older watchdog lines without SeqNum: rank 0 in ALLREDUCE, ranks 1-4,7 in BROADCAST
+    pytest.param("real-holdout13/accelerate-epoch-end-allreduce-vs-broadcast/log.txt", "collective-desync", ANY, id="watchdog_reports_without_seqnum_in_different_ops_are_a_desync"),
+]
+
+
+@pytest.mark.parametrize("rel, klass, rank", READINGS)
+def test_real_log_reading(kb, rel, klass, rank):
+    d, top = _top_of(kb, rel)
+    if rank is ANY:
+        assert top.klass == klass
+    else:
+        assert (top.klass, top.initiating_rank) == (klass, rank)
 
 
 def test_traceback_cut_before_its_exception_line_is_not_healthy(kb):
     d, top = _top_of(kb, "real-holdout8/vllm-torchrun-eaddrinuse-29500/log.txt")
     assert d.verdict != "no-failure-found"
     assert any("static_tcp_rendezvous.py" in e.text for e in top.evidence)
-
-
-def test_deepspeed_launcher_exit_of_a_one_worker_node_names_that_worker(kb):
-    # launch.py prints the LAST spawned worker's cmd; '--local_rank=0' there means one worker
-    d, top = _top_of(kb, "real-holdout8/dolly-zero3-sigkill/log.txt")
-    assert (top.klass, top.initiating_rank) == ("host-oom", 0)
-
-
-def test_nccl_coll_trace_ranks_at_one_op_count_in_different_collectives(kb):
-    # NCCL_DEBUG_SUBSYS=COLL: AllReduce on device 0, AllGather on device 2 at opCount 0x28c
-    d, top = _top_of(kb, "real-holdout6/rccl-rank2-allgather-vs-allreduce-opcount-desync/log.txt")
-    assert top.klass == "collective-desync"
-
-
-def test_store_reset_while_waiting_for_the_unique_id_means_rank_0_died(kb):
-    d, top = _top_of(kb, "real-holdout7/arctic-rank0-dataload-crash-barrier/log.txt")
-    assert (top.klass, top.initiating_rank) == ("peer-rank-crashed", 0)
-
-
-def test_a_rank_whose_nccl_comm_lines_name_one_rank_owns_its_unprefixed_log(kb):
-    # a worker node's own output: "comm 0x... rank 1 nranks 2 cudaDev 0 ... Abort COMPLETE" and,
-    # above it, the FileNotFoundError that killed it; "Connection closed by localRank 0" is its own
-    # proxy (local rank 0 of that node is global rank 1), not an accusation of rank 0
-    d, top = _top_of(kb, "real-holdout10/xtuner-two-node-worker-missing-local-arrow-cache/log.txt")
-    assert (top.klass, top.initiating_rank) == ("peer-rank-crashed", 1)
-
-
-def test_grep_file_prefixed_nccl_coll_trace_names_the_odd_rank(kb):
-    # "LOG1.0.txt:host:pid:tid [0] NCCL INFO Broadcast: opCount 0 ... count 25503912" vs count 53 elsewhere
-    d, top = _top_of(kb, "real-holdout10/ddp-broadcast-count-mismatch-rank0-hang/log.txt")
-    assert (top.klass, top.initiating_rank) == ("collective-desync", 0)
-
-
-def test_store_wait_timeout_is_a_wait_not_a_crash(kb):
-    # rank 1's c10d store wait ran out while unprefixed tokenizer progress ran on rank 0
-    d, top = _top_of(kb, "real-holdout10/axolotl-rank0-tokenization-30min-rank1-store-timeout/log.txt")
-    assert top.klass == "straggler-timeout"
 
 
 def test_unknown_exception_is_classed_by_the_subsystem_its_traceback_runs_through(kb):
@@ -320,18 +310,6 @@ def test_unknown_exception_is_classed_by_the_subsystem_its_traceback_runs_throug
     # a traceback cut before its exception line, inside torchrun's rendezvous
     d, top = _top_of(kb, "real-holdout8/vllm-torchrun-eaddrinuse-29500/log.txt")
     assert top.klass == "rendezvous-init"
-
-
-def test_unprefixed_device_assert_belongs_to_the_rank_whose_traceback_follows(kb):
-    # the kernel's "Assertion `... index out of bounds` failed." lines carry no prefix; [rank1]'s traceback follows
-    d, top = _top_of(kb, "real-holdout13/yolo-world-ddp-val-classes/log.txt")
-    assert (top.klass, top.initiating_rank) == ("device-assert", 1)
-
-
-def test_watchdog_reports_without_seqnum_in_different_ops_are_a_desync(kb):
-    # older watchdog lines without SeqNum: rank 0 in ALLREDUCE, ranks 1-4,7 in BROADCAST
-    d, top = _top_of(kb, "real-holdout13/accelerate-epoch-end-allreduce-vs-broadcast/log.txt")
-    assert top.klass == "collective-desync"
 
 
 def _table(kb, text: str):

@@ -76,12 +76,19 @@ def fr(paths: Any, *, prefix: str | None = None, ranks: list[int] | None = None)
     fr``). ``report.findings`` name the ranks and call sites where they parted;
     ``report.to_json()`` is the rankdoctor.fr/v1 document."""
     from .flightrec.analyze import analyze
+
+    return analyze(fr_dumps(paths, prefix=prefix, ranks=ranks)[0])
+
+
+def fr_dumps(paths: Any, *, prefix: str | None = None, ranks: list[int] | None = None) -> tuple[list, list[str]]:
+    """The Flight Recorder dumps under ``paths`` and what could not be read of them; a
+    DumpError when not one dump is there."""
     from .flightrec.load import load_dumps
 
     dumps, problems = load_dumps(_paths(paths), prefix=prefix, ranks=ranks)
     if not dumps:
         raise DumpError(problems[0] if problems else "no Flight Recorder dumps found")
-    return analyze(dumps)
+    return dumps, problems
 
 
 @dataclass
@@ -98,6 +105,11 @@ def stacks(paths: Any, *, depth: int = 3) -> list[StackGroup]:
     """Group stack dumps (py-spy text or --json, faulthandler; one per rank) by where each
     rank's main thread is (``rankdoctor stacks``); the groups flagged ``odd`` are the ranks
     to look at."""
+    return stack_groups(paths, depth=depth)[2]
+
+
+def stack_groups(paths: Any, *, depth: int = 3) -> tuple[list, list[str], list[StackGroup]]:
+    """The stack dumps read, the files skipped with why, and the groups (``stacks``)."""
     from .ingest.stacks import group_by_stack, outliers, read_stack_dumps
 
     given = [Path(p) for p in _paths(paths)]
@@ -109,7 +121,7 @@ def stacks(paths: Any, *, depth: int = 3) -> list[StackGroup]:
         raise InputError(skipped[0] if skipped else "no stack dumps found (py-spy dump text or --json, or faulthandler output)")
     groups = group_by_stack(dumps, depth)
     odd = outliers(groups)
-    return [StackGroup(list(g.ranks), list(g.sources), [str(f) for f in g.where], g in odd) for g in groups]
+    return dumps, skipped, [StackGroup(list(g.ranks), list(g.sources), [str(f) for f in g.where], g in odd) for g in groups]
 
 
 __all__ = ["DumpError", "InputError", "KBError", "StackGroup", "diagnose", "fr", "load_kb", "stacks"]

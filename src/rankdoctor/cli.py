@@ -68,6 +68,12 @@ def _fail(msg: str) -> None:
     raise typer.Exit(2)
 
 
+def _text_or_json(fmt: Format, command: str) -> None:
+    """Refuse a --format the command cannot print."""
+    if fmt not in (Format.text, Format.json):
+        _fail(f"--format {fmt.value}: {command} prints text or json")
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"rankdoctor {__version__}")
@@ -217,8 +223,7 @@ def kb_list(
 
     if klass is not None and klass not in CLASS_IDS:
         _fail(f"--class {klass}: unknown class; the classes are: {', '.join(sorted(CLASS_IDS))}")
-    if fmt not in (Format.text, Format.json):
-        _fail(f"--format {fmt.value}: kb list prints text or json")
+    _text_or_json(fmt, "kb list")
     kb = _load_kb(None)
     rows = [
         e
@@ -292,17 +297,15 @@ def flight_recorder(
 ) -> None:
     """Compare the collectives every rank scheduled and name the rank and call site where
     they parted. Exit status: 0 consistent, 1 findings, 3 inconclusive, 2 input error."""
-    if fmt not in (Format.text, Format.json):
-        _fail(f"--format {fmt.value}: fr prints text or json")
+    _text_or_json(fmt, "fr")
+    from .api import fr_dumps
     from .flightrec.analyze import analyze
-    from .flightrec.load import DumpError, load_dumps
+    from .flightrec.load import DumpError
 
     try:
-        dumps, problems = load_dumps(paths, prefix=prefix, ranks=rank or None)
+        dumps, problems = fr_dumps(paths, prefix=prefix, ranks=rank or None)
     except DumpError as exc:
         _fail(str(exc))
-    if not dumps:
-        _fail(problems[0] if problems else "no Flight Recorder dumps found")
     report = analyze(dumps)
     if fmt is Format.json:
         import json
@@ -326,18 +329,17 @@ def stacks(
     """Group the ranks of a hung job by where their main thread is, like STAT: the ranks
     that are somewhere else than the rest are the ones to look at. Exit status: 0 all in one
     place, 1 odd ranks found, 3 no clear majority, 2 input error."""
-    if fmt not in (Format.text, Format.json):
-        _fail(f"--format {fmt.value}: stacks prints text or json")
-    from .ingest.stacks import group_by_stack, outliers, read_stack_dumps
+    _text_or_json(fmt, "stacks")
+    from dataclasses import asdict
 
-    missing = [p for p in paths if not Path(p).exists()]
-    if missing:
-        _fail(f"{missing[0]}: no such file or directory")
-    dumps, skipped = read_stack_dumps([Path(p) for p in paths])
-    if not dumps:
-        _fail(skipped[0] if skipped else "no stack dumps found (py-spy dump text or --json, or faulthandler output)")
-    groups = group_by_stack(dumps, depth)
-    odd = outliers(groups)
+    from .api import stack_groups
+    from .ingest.sources import InputError
+
+    try:
+        dumps, skipped, groups = stack_groups(paths, depth=depth)
+    except InputError as exc:
+        _fail(str(exc))
+    odd = any(g.odd for g in groups)
     code = 0 if len(groups) == 1 else (1 if odd else 3)
     if fmt is Format.json:
         import json
@@ -345,10 +347,7 @@ def stacks(
         typer.echo(json.dumps({
             "schema": "rankdoctor.stacks/v1",
             "dumps": len(dumps),
-            "groups": [
-                {"ranks": g.ranks, "unranked_dumps": g.sources, "frames": [str(f) for f in g.where], "odd": g in odd}
-                for g in groups
-            ],
+            "groups": [asdict(g) for g in groups],
             "skipped": skipped,
         }, indent=2))
         raise typer.Exit(code)
@@ -359,13 +358,13 @@ def stacks(
     for line in skipped:
         typer.echo(f"warning: {line}")
     for g in groups:
-        n = len(g.ranks) + len(g.sources)
+        n = len(g.ranks) + len(g.unranked_dumps)
         who = f"rank{'s' if len(g.ranks) > 1 else ''} {compress_ranks(g.ranks)}" if g.ranks else ""
-        if g.sources:
-            who = (who + ", " if who else "") + ", ".join(Path(s).name for s in g.sources)
-        mark = "  <- the odd one(s) out" if g in odd else ""
+        if g.unranked_dumps:
+            who = (who + ", " if who else "") + ", ".join(Path(s).name for s in g.unranked_dumps)
+        mark = "  <- the odd one(s) out" if g.odd else ""
         typer.echo(f"{n} process(es) [{who}]{mark}")
-        for i, f in enumerate(g.where):
+        for i, f in enumerate(g.frames):
             typer.echo(f"    {'in' if i == 0 else 'from'} {f}")
     if len(groups) > 1 and not odd:
         typer.echo("no place holds most ranks: compare the groups by hand")
