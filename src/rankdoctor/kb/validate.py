@@ -57,6 +57,17 @@ def signatures_compile_for_scanner(kb: "KnowledgeBase") -> Iterator[str]:
                 yield f"{_where(kb, e.id)}: signature {s.id}: the scanner cannot compile it: {err}"
 
 
+def signatures_cannot_stall(kb: "KnowledgeBase") -> Iterator[str]:
+    """No signature may make Python's ``re`` backtrack super-linearly on a hostile line
+    (``rank\\s*:?\\s*`` then a million spaces: hours); see ``backtrack.py``."""
+    from .backtrack import problems
+
+    for e in kb:
+        for s in e.signatures:
+            for why in problems(s.regex, s.ignore_case):
+                yield f"{_where(kb, e.id)}: signature {s.id}: can backtrack super-linearly: {why}"
+
+
 def every_signature_has_an_example(kb: "KnowledgeBase") -> Iterator[str]:
     for e in kb:
         flags = {s.id: re.compile(s.regex, re.I if s.ignore_case else 0) for s in e.signatures}
@@ -94,6 +105,7 @@ VALIDATORS: tuple[Validator, ...] = (
     related_ids_exist,
     captures_are_known,
     signatures_compile_for_scanner,
+    signatures_cannot_stall,
     every_signature_has_an_example,
     entry_explains_or_causes,
     one_fallback_each,
