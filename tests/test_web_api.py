@@ -17,6 +17,7 @@ from rankdoctor.diagnose.engine import diagnose
 from rankdoctor.ingest.sources import expand_inputs
 from rankdoctor.scan import scan_sources
 from rankdoctor.web.app import create_app
+from rankdoctor.web.limits import Limits
 from rankdoctor.web.uploads import LineMap, clean_name
 
 from .conftest import SCENARIOS
@@ -28,7 +29,7 @@ LIMIT = 256 * 1024
 
 @pytest.fixture(scope="module")
 def client(kb):
-    with TestClient(create_app(kb, max_upload_bytes=LIMIT), raise_server_exceptions=False) as c:
+    with TestClient(create_app(kb, Limits(max_upload_bytes=LIMIT)), base_url="http://127.0.0.1", raise_server_exceptions=False) as c:
         yield c
 
 

@@ -84,10 +84,11 @@ def page(browser_context, server):
     p = browser_context.new_page()
     p.route("**/*", only_local)
     p.on("pageerror", lambda exc: errors.append(str(exc)))
+    p.on("console", lambda m: errors.append(m.text) if m.type == "error" and "Content Security Policy" in m.text else None)
     yield p
     p.close()
     assert not outside, f"requests left the machine: {outside}"
-    assert not errors, f"JavaScript errors: {errors}"
+    assert not errors, f"JavaScript errors or blocked by the page's Content-Security-Policy: {errors}"
 
 
 def _stamp(sec: int) -> str:

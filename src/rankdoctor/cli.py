@@ -376,10 +376,21 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback by default: logs stay on this machine)."),
     port: int = typer.Option(8000, "--port", help="Port to listen on."),
     max_upload_mb: float = typer.Option(200.0, "--max-upload-mb", help="Largest request body accepted (413 above it)."),
+    max_inflated_mb: float = typer.Option(1024.0, "--max-inflated-mb", help="Most that one request's .gz/.zst files may inflate to (413 above it)."),
+    request_timeout: float = typer.Option(60.0, "--request-timeout", help="Seconds one diagnosis may take; past it the request gets 503 and its worker is killed."),
+    workers: int = typer.Option(0, "--workers", help="Diagnosis worker processes (0: one per core, at most 4)."),
 ) -> None:
     """Run the local web app: paste or drop logs, see the diagnosis and the per-rank
     timeline, browse the encyclopedia. Nothing is fetched from the internet."""
     import socket
+
+    from .web.limits import Limits
+
+    try:
+        limits = Limits(max_upload_bytes=int(max_upload_mb * 1024 * 1024), max_inflated_bytes=int(max_inflated_mb * 1024 * 1024),
+                        request_timeout=request_timeout, **({"workers": workers} if workers else {}))
+    except ValueError as exc:
+        _fail(str(exc))
 
     # a port in use is an input error: one line and exit 2, before any banner
     try:
@@ -392,7 +403,7 @@ def serve(
     kb = _load_kb(None)
     from .web.app import serve as run_server
 
-    run_server(kb, host=host, port=port, max_upload_bytes=int(max_upload_mb * 1024 * 1024))
+    run_server(kb, host=host, port=port, limits=limits)
 
 
 @app.command()

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import difflib
+import json
+import secrets
+import tempfile
+from pathlib import Path
 
 from fastapi import APIRouter, HTTPException, Query, Request
-from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response
 
 from .patterns import signatures_payload
-from .state import AppState
+from .state import AppState, Report
 from .uploads import read_uploads
+from .worker import Outcome, diagnose_uploads
 
 _LOG_BODY = {
     "requestBody": {
@@ -35,6 +40,15 @@ _LOG_BODY = {
 }
 
 
+_ERRORS = {
+    400: {"description": "no log, empty or binary input, bad line map"},
+    403: {"description": "refused: a Host that is not this server, a cross-origin browser request, or one without the page's token"},
+    413: {"description": "request body over the upload limit, or compressed parts that inflate past --max-inflated-mb"},
+    415: {"description": "unsupported content type"},
+    503: {"description": "server busy (too many uploads or diagnoses at once), or the diagnosis ran past --request-timeout"},
+}
+
+
 def entry_summary(e) -> dict:
     return {
         "id": e.id,
@@ -50,25 +64,29 @@ def entry_summary(e) -> dict:
 def make_router(state: AppState) -> APIRouter:
     api = APIRouter(prefix="/api", tags=["api"])
 
-    @api.post("/diagnose", summary="Diagnose logs", openapi_extra=_LOG_BODY,
-              responses={400: {"description": "no log, empty or binary input, bad line map"},
-                         413: {"description": "request body over the upload limit"},
-                         415: {"description": "unsupported content type"}})
-    async def diagnose_logs(request: Request) -> dict:
+    async def run(request: Request, report_id: str | None) -> Outcome:
+        """Admit, stream the body to disk, diagnose in a worker; the files go when it is done."""
+        with state.pool.slot(), tempfile.TemporaryDirectory(prefix="rankdoctor-upload-") as folder:
+            uploads = await read_uploads(request, Path(folder))
+            return await state.pool.run(diagnose_uploads, uploads, state.limits.max_inflated_bytes, report_id)
+
+    @api.post("/diagnose", summary="Diagnose logs", openapi_extra=_LOG_BODY, response_class=Response, responses=_ERRORS)
+    async def diagnose_logs(request: Request) -> Response:
         """The diagnosis as schema rankdoctor.diagnosis/v1 — the same document as
         `rankdoctor diagnose --format json`."""
-        uploads = await read_uploads(request)
-        report = await run_in_threadpool(state.run, uploads)
-        return report.result.to_json()
+        outcome = await run(request, None)
+        return Response(outcome.json, media_type="application/json")
 
-    @api.post("/reports", status_code=201, summary="Diagnose logs and keep the report", openapi_extra=_LOG_BODY)
-    async def create_report(request: Request) -> dict:
+    @api.post("/reports", status_code=201, summary="Diagnose logs and keep the report", openapi_extra=_LOG_BODY,
+              response_class=Response, responses=_ERRORS)
+    async def create_report(request: Request) -> Response:
         """Like /api/diagnose, and also keeps the report (with its timeline) in memory:
         `url` is its page, `download` the self-contained HTML file."""
-        uploads = await read_uploads(request)
-        report = await run_in_threadpool(state.run, uploads)
-        rid = state.keep(report)
-        return {"id": rid, "url": f"/report/{rid}", "download": f"/report/{rid}/download", "diagnosis": report.result.to_json()}
+        rid = secrets.token_urlsafe(9)
+        outcome = await run(request, rid)
+        state.keep(rid, Report(outcome.page or "", outcome.download or ""))
+        head = json.dumps({"id": rid, "url": f"/report/{rid}", "download": f"/report/{rid}/download"}, separators=(",", ":"))
+        return Response(head[:-1].encode() + b',"diagnosis":' + outcome.json + b"}", status_code=201, media_type="application/json")
 
     @api.get("/entries", summary="List the encyclopedia entries")
     def list_entries(klass: str | None = Query(None, alias="class"), system: str | None = None) -> list[dict]:

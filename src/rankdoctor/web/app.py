@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -15,14 +17,17 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
 from ..kb.loader import KnowledgeBase
-from ..report.html import asset, diagnosis_json, make_env, render_html, report_context
+from ..report.html import asset, make_env
 from ..site.build import build_site
 from .api import make_router
-from .limits import BodyLimit, megabytes
+from .guard import TOKEN_HEADER, Guard
+from .limits import BodyLimit, HeaderTimeoutH11, Limits, megabytes
 from .samples import find_samples
 from .state import AppState
 
 HERE = Path(__file__).parent
+SHUTDOWN_GRACE = 2  # seconds the requests in flight get to finish once SIGTERM/SIGINT arrives
+MAX_CONNECTIONS = 256  # open connections and requests; uvicorn answers 503 past it
 
 
 def _build_kb_site(kb: KnowledgeBase) -> tempfile.TemporaryDirectory:
@@ -38,20 +43,34 @@ def _build_kb_site(kb: KnowledgeBase) -> tempfile.TemporaryDirectory:
     return tmp
 
 
-def create_app(kb: KnowledgeBase, max_upload_bytes: int = 200 << 20) -> FastAPI:
-    state = AppState(kb, max_upload_bytes, find_samples())
+def create_app(kb: KnowledgeBase, limits: Limits | None = None, host: str = "127.0.0.1") -> FastAPI:
+    """The app. ``limits`` bounds what it admits (``limits.py``); ``host`` is the address it
+    is served on: with the loopback names, the only Host header it accepts (``guard.py``)."""
+    limits = limits or Limits()
+    state = AppState(kb, limits, find_samples())
     site_dir = _build_kb_site(kb)
     env = make_env(PackageLoader("rankdoctor.web", "templates"))
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        state.pool.start()
+        try:
+            yield
+        finally:
+            state.pool.close()
+
     app = FastAPI(
         title="rankdoctor",
         version=__version__,
         description="Diagnose failed distributed training runs from their logs. Runs on this machine; nothing is sent elsewhere.",
         docs_url=None,  # the stock docs page loads its scripts from a CDN; /docs is rendered here instead
         redoc_url=None,
+        lifespan=lifespan,
     )
     app.state.rankdoctor = state
     app.state.site_dir = site_dir  # removed when the app goes away
-    app.add_middleware(BodyLimit, limit=max_upload_bytes)
+    app.add_middleware(BodyLimit, limits=limits)
+    app.add_middleware(Guard, bind_host=host, token=state.token)  # outermost: a refused request reserves nothing
     app.include_router(make_router(state))
 
     def page(template: str, code: int = 200, **ctx) -> HTMLResponse:
@@ -72,32 +91,31 @@ def create_app(kb: KnowledgeBase, max_upload_bytes: int = 200 << 20) -> FastAPI:
 
     @app.exception_handler(Exception)
     async def crashed(request: Request, exc: Exception) -> JSONResponse:
-        return JSONResponse({"detail": f"internal error: {type(exc).__name__}: {exc}"}, status_code=500)
+        line = " ".join(f"internal error: {type(exc).__name__}: {exc}".split())[:500]
+        return JSONResponse({"detail": line}, status_code=500)
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index() -> HTMLResponse:
         return page(
             "index.html",
             samples=list(state.samples.values()),
-            config=json.dumps({"maxUploadBytes": max_upload_bytes, "sendAllLimit": 2 << 20}),
-            limit_text=megabytes(max_upload_bytes),
+            config=json.dumps({"maxUploadBytes": limits.max_upload_bytes, "sendAllLimit": 2 << 20,
+                               "tokenHeader": TOKEN_HEADER, "token": state.token}),
+            limit_text=megabytes(limits.max_upload_bytes),
         )
 
     @app.get("/report/{rid}", response_class=HTMLResponse, include_in_schema=False)
-    def report_page(rid: str) -> HTMLResponse:
-        r = state.report(rid)
-        ctx = report_context(r.result, r.scan, kb, entry_href=lambda i: f"/kb/entries/{i}.html")
-        return page("report.html", rid=rid, doc=diagnosis_json(r.result), **ctx)
+    async def report_page(rid: str) -> HTMLResponse:
+        return HTMLResponse(state.report(rid).page)
 
     @app.get("/report/{rid}/download", include_in_schema=False)
-    def report_download(rid: str) -> HTMLResponse:
-        r = state.report(rid)
+    async def report_download(rid: str) -> HTMLResponse:
         headers = {"Content-Disposition": 'attachment; filename="rankdoctor-report.html"'}
-        return HTMLResponse(render_html(r.result, r.scan, kb), headers=headers)
+        return HTMLResponse(state.report(rid).download, headers=headers)
 
     @app.get("/docs", response_class=HTMLResponse, include_in_schema=False)
     def docs() -> HTMLResponse:
-        return page("docs.html", spec=app.openapi(), limit_text=megabytes(max_upload_bytes))
+        return page("docs.html", spec=app.openapi(), limit_text=megabytes(limits.max_upload_bytes))
 
     @app.get("/static/report.css", include_in_schema=False)
     def report_css() -> PlainTextResponse:
@@ -112,10 +130,18 @@ def create_app(kb: KnowledgeBase, max_upload_bytes: int = 200 << 20) -> FastAPI:
     return app
 
 
-def serve(kb: KnowledgeBase, host: str = "127.0.0.1", port: int = 8000, max_upload_bytes: int = 200 << 20) -> None:
+def serve(kb: KnowledgeBase, host: str = "127.0.0.1", port: int = 8000, limits: Limits | None = None) -> None:
+    """Run the app until SIGINT/SIGTERM. Shutdown takes seconds even while diagnoses run:
+    requests still going after SHUTDOWN_GRACE are cancelled, which kills their workers."""
     import uvicorn
 
-    app = create_app(kb, max_upload_bytes)
+    limits = limits or Limits()
+    app = create_app(kb, limits, host)
+    protocol = type("H11", (HeaderTimeoutH11,), {"read_timeout": limits.read_timeout})
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", http=protocol,
+        timeout_graceful_shutdown=SHUTDOWN_GRACE, limit_concurrency=MAX_CONNECTIONS,
+    )
     shown = f"[{host}]" if ":" in host else host
     print(f"rankdoctor web app: http://{shown}:{port}/  (encyclopedia /kb/, API docs /docs; Ctrl-C stops)", flush=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    uvicorn.Server(config).run()

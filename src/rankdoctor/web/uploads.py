@@ -1,4 +1,6 @@
 """What a diagnose request carries: a text body, or multipart files plus a line map.
+Both are streamed to files in a folder of the request's own as they arrive, so the
+server holds no upload in memory, whatever its size or the number of requests.
 
 The browser usually sends only the lines the user selected. ``meta`` tells which
 original line each sent line was, so evidence still points at the right file:line::
@@ -12,69 +14,23 @@ n-th entry of ``files`` describes the n-th uploaded file.
 
 from __future__ import annotations
 
-import bisect
-import gzip
-import io
 import json
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from pathlib import Path
 from typing import BinaryIO
 
 from fastapi import HTTPException, Request
-from starlette.datastructures import UploadFile
+from python_multipart.exceptions import MultipartParseError
+from python_multipart.multipart import MultipartParser, parse_options_header
 
-from ..events import ScanResult
-from ..ingest.sources import Source
+from .worker import LineMap, Upload
 
 MAX_FILES = 4096
+MAX_FIELDS = 64
 MAX_META = 16 << 20
 _CTRL = re.compile(r"[\x00-\x1f\x7f]")
 
-
-@dataclass
-class LineMap:
-    runs: list[tuple[int, int]]
-    lines: int | None = None
-    bytes: int | None = None
-
-    def __post_init__(self) -> None:
-        self._starts: list[int] = []
-        sent = 0
-        for _first, count in self.runs:
-            self._starts.append(sent)
-            sent += count
-
-    def original(self, sent_line: int) -> int:
-        """The original line number of the ``sent_line``-th line sent (1-based)."""
-        if not self.runs:
-            return sent_line
-        i = max(bisect.bisect_right(self._starts, sent_line - 1) - 1, 0)
-        return self.runs[i][0] + (sent_line - 1 - self._starts[i])
-
-
-@dataclass
-class Upload:
-    name: str
-    data: bytes
-    linemap: LineMap | None = None
-
-    def source(self) -> Source:
-        return Source(self.name, _opener(self.data), len(self.data))
-
-
-def _opener(data: bytes) -> Callable[[], BinaryIO]:
-    def opener() -> BinaryIO:
-        raw = io.BytesIO(data)
-        if data[:2] == b"\x1f\x8b":
-            return gzip.GzipFile(fileobj=raw)  # type: ignore[return-value]
-        if data[:4] == b"\x28\xb5\x2f\xfd":
-            import zstandard
-
-            return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)  # type: ignore[return-value]
-        return raw
-
-    return opener
+__all__ = ["LineMap", "Upload", "clean_name", "read_uploads"]
 
 
 def clean_name(name: str | None, fallback: str) -> str:
@@ -113,45 +69,124 @@ def _meta(raw: str | None, n_files: int) -> list[LineMap | None]:
             size = f.get("bytes")
             maps.append(LineMap(runs, int(lines) if lines is not None else None, int(size) if size is not None else None))
         return maps
+    except RecursionError:
+        raise HTTPException(400, "meta: not a valid line map (nested too deeply)") from None
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise HTTPException(400, f"meta: not a valid line map ({exc})") from None
+        raise HTTPException(400, " ".join(f"meta: not a valid line map ({exc})".split())) from None
 
 
-async def read_uploads(request: Request) -> list[Upload]:
-    """The logs in a request; 4xx with a one-line reason when there are none."""
-    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if ctype == "multipart/form-data":
-        form = await request.form(max_files=MAX_FILES, max_fields=64, max_part_size=MAX_META)
-        files = [f for f in form.getlist("files") if isinstance(f, UploadFile)]
-        uploads = []
-        names = _unique([clean_name(f.filename, f"file-{i + 1}.log") for i, f in enumerate(files)])
-        maps = _meta(form.get("meta") if isinstance(form.get("meta"), str) else None, len(files))  # type: ignore[arg-type]
-        for f, name, lm in zip(files, names, maps):
-            uploads.append(Upload(name, await f.read(), lm))
-        text = form.get("text")
-        if isinstance(text, str) and text.strip():
-            uploads.append(Upload("pasted.log", text.encode("utf-8")))
-        if not uploads:
-            raise HTTPException(400, "no log in the request: add one or more `files` parts (or a `text` field)")
-        return uploads
-    if ctype in ("", "text/plain", "application/octet-stream") or ctype.startswith("text/"):
-        body = await request.body()
+class _Parts:
+    """python-multipart callbacks: every `files` part and the `text` field go to a file of
+    their own in ``folder``; `meta` is kept (up to MAX_META); other fields are skipped."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.files: list[tuple[str | None, Path]] = []  # (file name sent, where it is)
+        self.text: Path | None = None
+        self.text_blank = True
+        self.meta: bytearray | None = None
+        self.fields = 0
+        self._headers: dict[bytes, bytes] = {}
+        self._field: list[bytes] = []
+        self._value: list[bytes] = []
+        self._out: BinaryIO | None = None
+        self._kind = ""
+
+    def callbacks(self) -> dict:
+        return {
+            "on_part_begin": self._part_begin,
+            "on_header_field": lambda d, s, e: self._field.append(d[s:e]),
+            "on_header_value": lambda d, s, e: self._value.append(d[s:e]),
+            "on_header_end": self._header_end,
+            "on_headers_finished": self._headers_finished,
+            "on_part_data": self._part_data,
+            "on_part_end": self._part_end,
+        }
+
+    def _part_begin(self) -> None:
+        self._headers = {}
+
+    def _header_end(self) -> None:
+        self._headers[b"".join(self._field).lower()] = b"".join(self._value).strip()
+        self._field, self._value = [], []
+
+    def _headers_finished(self) -> None:
+        _, options = parse_options_header(self._headers.get(b"content-disposition", b""))
+        name = options.get(b"name", b"").decode("utf-8", "replace")
+        self._kind = name if name in ("files", "text", "meta") else ""
+        if self._kind == "files":
+            if len(self.files) >= MAX_FILES:
+                raise HTTPException(400, f"too many files in one request (at most {MAX_FILES})")
+            filename = options.get(b"filename")
+            path = self.folder / f"part-{len(self.files)}"
+            self.files.append((filename.decode("utf-8", "replace") if filename is not None else None, path))
+            self._out = open(path, "wb")
+        elif self._kind == "text" and self.text is None:
+            self.text = self.folder / "text"
+            self._out = open(self.text, "wb")
+        elif self._kind == "meta" and self.meta is None:
+            self.meta = bytearray()
+        else:
+            self._kind = ""
+            self.fields += 1
+            if self.fields > MAX_FIELDS:
+                raise HTTPException(400, f"too many form fields (at most {MAX_FIELDS})")
+
+    def _part_data(self, data: bytes, start: int, end: int) -> None:
+        if self._out is not None:
+            self._out.write(data[start:end])
+            if self._kind == "text" and self.text_blank and data[start:end].strip():
+                self.text_blank = False
+        elif self._kind == "meta" and self.meta is not None:
+            self.meta += data[start:end]
+            if len(self.meta) > MAX_META:
+                raise HTTPException(400, f"meta: larger than {MAX_META >> 20} MB")
+
+    def _part_end(self) -> None:
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+
+    def close(self) -> None:
+        self._part_end()
+
+
+async def _read_multipart(request: Request, folder: Path, boundary: bytes | None) -> list[Upload]:
+    if not boundary:
+        raise HTTPException(400, "multipart body without a boundary in its Content-Type")
+    parts = _Parts(folder)
+    parser = MultipartParser(boundary, parts.callbacks())
+    try:
+        async for chunk in request.stream():
+            parser.write(chunk)
+        parser.finalize()
+    except MultipartParseError as exc:
+        raise HTTPException(400, " ".join(f"malformed multipart body: {exc}".split())) from None
+    finally:
+        parts.close()
+    names = _unique([clean_name(sent, f"file-{i + 1}.log") for i, (sent, _) in enumerate(parts.files)])
+    maps = _meta(parts.meta.decode("utf-8", "replace") if parts.meta is not None else None, len(parts.files))
+    uploads = [Upload(name, path, path.stat().st_size, lm) for name, (_, path), lm in zip(names, parts.files, maps)]
+    if parts.text is not None and not parts.text_blank:
+        uploads.append(Upload("pasted.log", parts.text, parts.text.stat().st_size))
+    if not uploads:
+        raise HTTPException(400, "no log in the request: add one or more `files` parts (or a `text` field)")
+    return uploads
+
+
+async def read_uploads(request: Request, folder: Path) -> list[Upload]:
+    """The logs in a request, written into ``folder``; 4xx with a one-line reason when
+    there are none."""
+    ctype, options = parse_options_header(request.headers.get("content-type", ""))
+    ctype = ctype.lower()
+    if ctype == b"multipart/form-data":
+        return await _read_multipart(request, folder, options.get(b"boundary"))
+    if ctype in (b"", b"application/octet-stream") or ctype.startswith(b"text/"):
+        path = folder / "body"
+        with open(path, "wb") as out:
+            async for chunk in request.stream():
+                out.write(chunk)
         name = clean_name(request.query_params.get("name"), "pasted.log")
-        return [Upload(name, body)]
-    raise HTTPException(415, f"unsupported content type {ctype!r}: send text/plain, or multipart/form-data with `files`")
-
-
-def apply_line_maps(scan: ScanResult, uploads: list[Upload]) -> None:
-    """Put original line numbers (and sizes) back on everything the scanner found."""
-    maps = {u.name: u.linemap for u in uploads if u.linemap is not None}
-    if not maps:
-        return
-    for item in [*scan.events, *scan.facts, *scan.tails]:
-        lm = maps.get(item.source)
-        if lm is not None:
-            item.line = lm.original(item.line)
-    for stats in scan.inputs:
-        lm = maps.get(stats.path)
-        if lm is not None:
-            stats.lines = max(stats.lines, lm.lines or 0)
-            stats.bytes = max(stats.bytes, lm.bytes or 0)
+        return [Upload(name, path, path.stat().st_size)]
+    shown = ctype.decode("latin-1")
+    raise HTTPException(415, f"unsupported content type {shown!r}: send text/plain, or multipart/form-data with `files`")

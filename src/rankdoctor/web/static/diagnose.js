@@ -315,7 +315,9 @@
     form.append("meta", JSON.stringify(meta));
     $("diagnose").disabled = true;
     status("diagnosing " + kb(size) + "…");
-    fetch("/api/reports", { method: "POST", body: form }).then(function (r) {
+    var headers = {};
+    headers[cfg.tokenHeader] = cfg.token;  // the server refuses a browser's POST without this page's token
+    fetch("/api/reports", { method: "POST", body: form, headers: headers }).then(function (r) {
       return r.json().catch(function () { return { detail: "the server answered " + r.status }; }).then(function (doc) {
         if (!r.ok) { throw new Error(doc.detail || ("the server answered " + r.status)); }
         return doc;
