@@ -336,6 +336,17 @@ def test_ranks_non_finite_at_the_same_step_share_the_cause(kb):
     assert _numeric_first(_table(kb, "\n".join(lines) + "\n")) == 0
 
 
+def test_a_rank_that_aborts_on_a_peers_mismatched_message_died_of_it(kb):
+    # gloo's size check reports what the peer sent: the rank that prints it and aborts is
+    # a witness, so its SIGABRT is not a death of its own
+    from rankdoctor.diagnose.ranktable import End
+
+    path = SCENARIOS / "lab-matrix/rank-only-collective-large-w4-r3/console.log"
+    table = _table(kb, path.read_text())
+    assert table.row(2).end == End.died_waiting
+    assert table.row(2).failures  # the report is still listed among its lines
+
+
 def test_a_rank_that_never_printed_a_step_is_behind_peers_that_count_steps(kb):
     from rankdoctor.diagnose.features import _behind
 

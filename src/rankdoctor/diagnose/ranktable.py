@@ -40,7 +40,7 @@ class End(str, Enum):
 
     own_death = "own-death"  # it exited non-zero or by a signal of its own making
     terminated = "terminated"  # the launcher stopped it (SIGTERM, or SIGKILL after SIGTERM)
-    died_waiting = "died-waiting"  # it exited non-zero after its own timeout / lost peer
+    died_waiting = "died-waiting"  # it exited non-zero after its own timeout / lost peer, or of what a peer sent
     clean = "clean"
     unknown = "unknown"
 
@@ -235,7 +235,7 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
         rw.host = rw.host or rec.host
     sigterm = att.summary.sigterm_pids
     for rw in rows.values():
-        rw.end = _end_of(rw, sigterm)
+        rw.end = _end_of(rw, sigterm, _witness_only(kb, rw))
 
     # a rank that timed out itself did not vanish: its peers' "lost" reports are collateral
     timed_out = {r for r, rw in rows.items() if any(e.cap_int("timeout_ms") is not None for e in rw.waits)}
@@ -314,7 +314,17 @@ def _order_key(e: Event) -> tuple:
     return (e.ts if e.ts is not None else math.inf, e.source, e.line)
 
 
-def _end_of(rw: RankRow, sigterm_pids: set[int]) -> End:
+def _witness_only(kb: KnowledgeBase, rw: RankRow) -> bool:
+    """Every failure line of the rank is its report of what a peer sent (a signature with
+    ``reports_peer``: gloo's size check) or the abort block around that report: the rank
+    died of its peer's message, which does not tell which of the two strayed."""
+    reports = [f for f in rw.failures if about_peer(kb, f)]
+    return bool(reports) and all(
+        any(f.source == r.source and abs(f.line - r.line) <= 3 for r in reports) for f in rw.failures
+    )
+
+
+def _end_of(rw: RankRow, sigterm_pids: set[int], witness: bool = False) -> End:
     rec = rw.exit
     if rec is None or rec.exitcode is None:
         return End.unknown
@@ -323,9 +333,10 @@ def _end_of(rw: RankRow, sigterm_pids: set[int]) -> End:
         return End.clean
     if code == -15 or rec.killed_by_launcher or (rec.pid is not None and rec.pid in sigterm_pids and code < 0 and code != -9):
         return End.terminated
-    if rw.waits and not rw.failures:
+    if (rw.waits and not rw.failures) or witness:
         # it raised (exit 1) or aborted (-6, the NCCL watchdog) after its own timeout or a
-        # lost peer: it died of the collective failure, not of its own
+        # lost peer, or on a peer's mismatched message: it died of the collective failure,
+        # not of its own
         return End.died_waiting
     return End.own_death
 
