@@ -1,8 +1,28 @@
-"""Plain data passed between stages: what the scanner found, line by line."""
+"""Plain data passed between stages: what the scanner found, line by line.
+
+A log where one watchdog or NCCL WARN line repeats millions of times is common in real
+incidents, so the scanner never holds one object per matching line: each kind of line (one
+signature on one rank of one source) keeps its first ``FIRST`` and last ``LAST`` occurrences
+(``Sample``), and the occurrence right after a gap carries how many were left out there
+(``folded``). Memory is flat in the number of hits; the true counts are kept.
+"""
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from operator import itemgetter
+from typing import Union
+
+FIRST = 64  # occurrences kept from the start of each kind of line (every scenario has at most 35)
+LAST = 16  # ... and from its end (the last signs of a rank, a traceback's last frames)
+# a launcher summary has one record of several lines per failed worker: keep the records
+# of a large job whole (a record's lines are different facts, folded at the same count)
+LAUNCHER_FIRST = 4096
+# captures that tell one process, launcher record or communicator from another: facts that
+# differ in them are never folded together (the SIGTERM'd pids, NCCL's rank -> device map)
+FACT_IDENTITY = ("rank", "local_rank", "pid", "host", "device", "prefix_device", "src", "dst", "dir", "world_size")
 
 
 @dataclass
@@ -24,6 +44,7 @@ class Event:
     ts: float | None = None
     captures: dict[str, str] = field(default_factory=dict)
     context: list[str] = field(default_factory=list)  # preceding lines (tracebacks)
+    folded: int = 0  # lines of the same kind just before this one that the scan counted but did not keep
 
     def cap_int(self, name: str) -> int | None:
         v = self.captures.get(name)
@@ -57,6 +78,35 @@ class Fact:
     ts: float | None = None
     captures: dict[str, str] = field(default_factory=dict)
     context: list[str] = field(default_factory=list)
+    folded: int = 0  # as Event.folded
+
+
+Item = Union[Event, Fact]
+
+
+@dataclass
+class Sample:
+    """One kind of line: its first ``cap`` occurrences and its last ``LAST``, each with the
+    number it had in the scan (input order). An occurrence pushed out of ``last`` adds
+    itself and what it carried to the one after it, so nothing is lost from the count."""
+
+    cap: int = FIRST
+    first: list[tuple[int, Item]] = field(default_factory=list)
+    last: deque = field(default_factory=deque)  # of (number, item)
+
+    def push(self, seq: int, item: Item) -> None:
+        """Add the next occurrence."""
+        if len(self.first) < self.cap:
+            self.first.append((seq, item))
+            return
+        self.last.append((seq, item))
+        if len(self.last) > LAST:
+            _, gone = self.last.popleft()
+            self.last[0][1].folded += 1 + gone.folded
+
+    def items(self) -> Iterator[tuple[int, Item]]:
+        yield from self.first
+        yield from self.last
 
 
 @dataclass
@@ -69,8 +119,9 @@ class InputStats:
 
 @dataclass
 class ScanResult:
-    events: list[Event] = field(default_factory=list)
-    facts: list[Fact] = field(default_factory=list)
+    """What the scan found. ``events`` and ``facts`` are the occurrences kept (see
+    ``Sample``), in input order; add to them with ``add_event`` / ``add_fact``."""
+
     inputs: list[InputStats] = field(default_factory=list)
     ranks_seen: set[int] = field(default_factory=set)
     local_ranks_seen: set[int] = field(default_factory=set)
@@ -78,10 +129,59 @@ class ScanResult:
     warnings: list[str] = field(default_factory=list)
     tails: list[Fact] = field(default_factory=list)  # each source's last lines: last signs of life
     stacks: list = field(default_factory=list)  # stack dumps among the inputs (ingest.stacks.StackDump)
+    samples: dict[tuple, Sample] = field(default_factory=dict, repr=False)  # kind of line -> its occurrences
+    added: int = 0  # occurrences added so far (numbers them in input order)
+    _views: dict[str, list] = field(default_factory=dict, repr=False, compare=False)
+
+    def add_event(self, ev: Event) -> Sample:
+        """Count an event; the sample of its kind of line (it is kept for good when it is
+        the last of ``first``; else later ones may still push it out)."""
+        return self._push((ev.source, ev.rank, ev.local_rank, ev.host, ev.device, ev.entry, ev.signature), ev, FIRST)
+
+    def add_fact(self, f: Fact) -> Sample:
+        """Count a fact; as ``add_event``."""
+        identity = tuple(f.captures.get(k) for k in FACT_IDENTITY)
+        cap = LAUNCHER_FIRST if f.fact.startswith(("tr-", "ds-")) else FIRST
+        return self._push((f.source, f.rank, f.local_rank, f.host, None, None, f.fact, *identity), f, cap)
+
+    def _push(self, key: tuple, item: Item, cap: int) -> Sample:
+        self._views.clear()
+        sample = self.samples.get(key)
+        if sample is None:
+            sample = self.samples[key] = Sample(cap)
+        self.added += 1
+        sample.push(self.added, item)
+        return sample
+
+    @property
+    def events(self) -> list[Event]:
+        """The events kept, in input order (the same list until something is added)."""
+        return self._view("events", Event)
+
+    @property
+    def facts(self) -> list[Fact]:
+        """The facts kept, in input order."""
+        return self._view("facts", Fact)
+
+    def _view(self, name: str, kind: type) -> list:
+        view = self._views.get(name)
+        if view is None:
+            kept = [pair for s in self.samples.values() for pair in s.items() if isinstance(pair[1], kind)]
+            kept.sort(key=itemgetter(0))
+            view = self._views[name] = [item for _, item in kept]
+        return view
 
     def extend(self, other: "ScanResult") -> None:
-        self.events.extend(other.events)
-        self.facts.extend(other.facts)
+        """Add what ``other`` found after what this result holds (the next source, the
+        next byte range of the same source: its occurrences follow these)."""
+        self._views.clear()
+        for key, theirs in other.samples.items():
+            mine = self.samples.get(key)
+            if mine is None:
+                mine = self.samples[key] = Sample(theirs.cap)
+            for seq, item in theirs.items():
+                mine.push(self.added + seq, item)
+        self.added += other.added
         self.inputs.extend(other.inputs)
         self.ranks_seen |= other.ranks_seen
         self.local_ranks_seen |= other.local_ranks_seen

@@ -3,11 +3,18 @@
 All patterns are compiled into a single hyperscan database (in prefilter mode, so every
 Python regex feature is allowed: hyperscan finds candidate lines, Python's ``re``
 confirms them and reads the named groups). Python work happens only on lines that hit.
+
+No line can stall the scan: ``make check-kb`` rejects patterns on which ``re`` backtracks
+super-linearly (``kb/backtrack.py``), a pattern that starts with a repeat only tries where
+that repeat's run starts (``start_guarded``), and a line longer than ``LONG_LINE`` is
+matched by RE2, in linear time, wherever the pattern is one RE2 can run. Hits are counted
+per kind of line and only the first and last occurrences kept (``events.Sample``).
 """
 
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import hyperscan
 
-from .events import Event, Fact, InputStats, ScanResult
+from .events import LAST, Event, Fact, InputStats, Sample, ScanResult
 from .facts import FACT_PREFILTER, FACTS
 from .ingest.names import attribution_from_name
 from .ingest.prefix import Attribution, Dialect, clean, parse_prefix, progress_of, sniff_dialect, subject_rank
@@ -28,6 +35,9 @@ if TYPE_CHECKING:
 _NAMED = re.compile(r"\(\?P<[A-Za-z_]\w*>")
 _BACKREF = re.compile(r"\(\?P=\w+\)")
 MAX_TEXT = 2000  # characters of a hit line kept as evidence
+# longer lines are matched by RE2 (linear time); below, ``re``'s worst case per line is
+# small (bench/memory_hits.md). Every scenario's hit lines are shorter: same results.
+LONG_LINE = 4096
 CONTEXT_LINES = 40  # lines before a cause line kept (tracebacks)
 CONTEXT_BYTES = 16 << 10
 _SAMPLE_LINES = 100  # lines per chunk sampled for rank prefixes (hit lines add theirs too)
@@ -247,21 +257,97 @@ def sniff_chunk(chunk: bytes) -> Dialect:
     return sniff_dialect(head)
 
 
+_LEAD_GROUP = re.compile(r"\(\?(?:P<\w+>|:)")
+_LEAD_REPEAT = re.compile(r"(\\[wdsSWD]|\[(?:\\.|[^\]\\])+\]|\.)(?:[+*]|\{\d+,\})")
+
+
+def start_guarded(regex: str) -> str:
+    """The same pattern, with each alternative that starts with a greedy repeat of one
+    character class (``\\w+ : invalid``, ``(?P<host>[\\w.-]+): ``) tried only where a run
+    of that class starts: ``(?<!\\w)\\w+``. ``re.search`` would otherwise start that
+    repeat at every character of a long run and scan to its end each time (quadratic).
+    The first match is the same: a match starting inside a run also starts one
+    character earlier, so the leftmost one starts where the run does."""
+    inserts: list[tuple[int, str]] = []
+
+    def visit(lo: int, hi: int) -> None:
+        for at in _alternatives(regex, lo, hi):
+            group = _LEAD_GROUP.match(regex, at)
+            if group:
+                end = _group_end(regex, at)
+                if end is not None:
+                    visit(group.end(), end - 1)
+                continue
+            rep = _LEAD_REPEAT.match(regex, at)
+            if rep:
+                inserts.append((at, f"(?<!{rep.group(1)})"))
+
+    visit(0, len(regex))
+    for at, guard in reversed(inserts):
+        regex = regex[:at] + guard + regex[at:]
+    return regex
+
+
+def _alternatives(rx: str, lo: int, hi: int) -> list[int]:
+    """Where the top-level alternatives of ``rx[lo:hi]`` start."""
+    starts, j, depth = [lo], lo, 0
+    while j < hi:
+        c = rx[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c == "[":
+            j = _class_end(rx, j) or hi
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            starts.append(j + 1)
+        j += 1
+    return starts
+
+
 class Pattern:
     """One signature or structural fact; its Python regex is compiled when a line first
     hits it (most patterns never hit: compiling all ~400 would cost each run 30 ms)."""
 
-    __slots__ = ("kind", "entry", "signature", "role", "regex", "flags", "_rx")
+    __slots__ = ("kind", "entry", "signature", "role", "regex", "flags", "_rx", "_linear")
 
     def __init__(self, kind: str, entry: str, signature: str, role: str, regex: str, flags: int = 0):
         self.kind, self.entry, self.signature, self.role, self.regex, self.flags = kind, entry, signature, role, regex, flags
         self._rx: re.Pattern[str] | None = None
+        self._linear: object = None  # the RE2 pattern, False when RE2 cannot run this one
 
     @property
     def rx(self) -> re.Pattern[str]:
         if self._rx is None:
-            self._rx = re.compile(self.regex, self.flags)
+            self._rx = re.compile(start_guarded(self.regex), self.flags)
         return self._rx
+
+    def search(self, text: str):
+        """``re.search``, or RE2's on a line longer than ``LONG_LINE`` (the same match on
+        ASCII text; RE2's ``\\w``, ``\\d``, ``\\s`` are ASCII-only)."""
+        if len(text) > LONG_LINE:
+            if self._linear is None:
+                self._linear = _re2_pattern(self.regex, self.flags)
+            if self._linear is not False:
+                return self._linear.search(text)  # type: ignore[attr-defined]
+        return self.rx.search(text)
+
+
+def _re2_pattern(regex: str, flags: int) -> object:
+    """The pattern compiled by RE2, or False when it uses what RE2 cannot do (lookarounds)."""
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False  # (else RE2 prints the refusal on stderr)
+    options.case_sensitive = not flags & re.I
+    try:
+        return re2.compile(regex, options)
+    except re2.error:
+        return False
 
 
 # (entry id, signature id, role, Python regex, ignore case, hyperscan expression)
@@ -465,6 +551,9 @@ class Scanner:
         counted_to = 0
         lineno = line_base
         whole = n == len(chunk)
+        # the lines before a cause (its traceback) are read when the chunk is done, only for
+        # occurrences that are kept: not once per line of a line repeated a million times
+        later: dict[int, tuple[list, deque]] = {}
         for end in sorted(found):
             if end >= n and not whole:
                 break  # a line of the next chunk
@@ -472,7 +561,10 @@ class Scanner:
             lineno += chunk.count(b"\n", counted_to, start)
             counted_to = start
             raw = chunk[start:end]
-            self._hit_line(raw, lineno + 1, found[end], chunk, start, tail, name, base, dialect, result)
+            self._hit_line(raw, lineno + 1, found[end], start, name, base, dialect, result, later)
+        for kept, last in later.values():
+            for item, start in (*kept, *last):
+                item.context = _lines_before(chunk, start, tail)
 
     def _sample_ranks(self, chunk: bytes, n: int, dialect: Dialect, result: ScanResult) -> None:
         # Ranks seen: a bounded sample of line prefixes per chunk (hit lines add theirs too):
@@ -512,14 +604,15 @@ class Scanner:
         raw: bytes,
         lineno: int,
         pids: set[int],
-        chunk: bytes,
         start: int,
-        tail: bytes,
         name: str,
         base: Attribution,
         dialect: Dialect,
         result: ScanResult,
+        later: dict[int, tuple[list, deque]],
     ) -> None:
+        """The events and facts of one line that hyperscan says may match; those that need
+        the lines before them go into ``later`` (per kind of line, the last ``LAST``)."""
         text = clean(raw.decode("utf-8", "replace").replace("\x00", ""))
         segments = split_interleaved(text)
         parsed = []
@@ -529,7 +622,7 @@ class Scanner:
         for pid in sorted(pids):
             pat = self.patterns[pid]
             for seg, attr, message in parsed:
-                m = pat.rx.search(message if pat.kind == "fact" else seg)
+                m = pat.search(message if pat.kind == "fact" else seg)
                 if not m:
                     continue
                 caps = {k: v for k, v in m.groupdict().items() if v is not None}
@@ -538,9 +631,9 @@ class Scanner:
                     if attr.device is not None:
                         caps.setdefault("prefix_device", str(attr.device))
                     fact = Fact(pat.signature, name, lineno, shown, attr.rank, attr.local_rank, attr.host, attr.time, attr.ts, caps)
+                    sample = result.add_fact(fact)
                     if pat.signature in ("py-exception", "cpp-terminate", "cpp-what"):
-                        fact.context = _lines_before(chunk, start, tail)
-                    result.facts.append(fact)
+                        _read_before(fact, sample, start, later)
                     break
                 rank = _int(caps.get("rank"), attr.rank)
                 if rank is None and (rm := _IN_MESSAGE_RANK.search(seg)):
@@ -563,9 +656,9 @@ class Scanner:
                     ts=attr.ts,
                     captures=caps,
                 )
+                sample = result.add_event(ev)
                 if pat.role == "cause":
-                    ev.context = _lines_before(chunk, start, tail)
-                result.events.append(ev)
+                    _read_before(ev, sample, start, later)
                 self._note_attr(attr, result)
                 if rank is not None and "rank" not in caps:
                     result.ranks_seen.add(rank)
@@ -579,6 +672,14 @@ def _int(v: str | None, default: int | None) -> int | None:
         return int(v)
     except ValueError:
         return default
+
+
+def _read_before(item: Event | Fact, sample: Sample, start: int, later: dict[int, tuple[list, deque]]) -> None:
+    """Note that an occurrence needs the lines before it, read when its chunk is done: if
+    it is among the first of its kind, or among the last ``LAST`` of this chunk (the only
+    ones of the chunk that can still be kept)."""
+    kept, last = later.setdefault(id(sample), ([], deque(maxlen=LAST)))
+    (kept if sample.first[-1][1] is item else last).append((item, start))
 
 
 def _lines_before(chunk: bytes, start: int, tail: bytes) -> list[str]:

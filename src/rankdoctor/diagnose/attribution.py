@@ -97,10 +97,11 @@ def _dedupe(events: list[Event]) -> list[Event]:
 
 def _escalate_repeats(kb: KnowledgeBase, events: list[Event]) -> list[Event]:
     """A line that is harmless once (an overflow skip) is a failure when it keeps coming:
-    its ``repeat_cause`` threshold (entry data) turns its events into causes."""
+    its ``repeat_cause`` threshold (entry data) turns its events into causes. (The scanner
+    keeps the first and last occurrences of a line; ``folded`` counts those between.)"""
     counts: dict[tuple[str, str], int] = {}
     for e in events:
-        counts[(e.entry, e.signature)] = counts.get((e.entry, e.signature), 0) + 1
+        counts[(e.entry, e.signature)] = counts.get((e.entry, e.signature), 0) + 1 + e.folded
     out = []
     for e in events:
         sig = kb.signature(e.entry, e.signature)
@@ -119,7 +120,7 @@ def _fact_events(scan: ScanResult) -> list[Event]:
         role = _FACT_ROLES.get(f.fact)
         if role:
             out.append(Event("", _FACT_SIGNATURES[f.fact], role, f.source, f.line, f.text, f.rank, f.local_rank, f.host,
-                             None, None, f.time, f.ts, dict(f.captures), list(f.context)))
+                             None, None, f.time, f.ts, dict(f.captures), list(f.context), f.folded))
     out += _cut_tracebacks(scan)
     for f in scan.tails:
         role = ACTIVITY if f.fact == "activity" else TAIL

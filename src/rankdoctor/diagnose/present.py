@@ -128,7 +128,9 @@ def _grouped(events: list[Event], ranks: set[int]) -> list[Evidence]:
         others = sorted({e.rank for e in evs[1:] if e.rank is not None and e.rank != ev.rank})
         role = _SHOWN_ROLE.get(ev.role, ev.role)
         sig = f"{ev.entry}/{ev.signature}" if ev.entry else ev.signature
-        out.append(Evidence(ev.source, ev.line, ev.rank, ev.time, ev.text, sig, role, len(evs) - 1, others))
+        # (+ the lines like these that the scanner counted but did not keep: ``folded``)
+        repeats = len(evs) - 1 + sum(e.folded for e in evs)
+        out.append(Evidence(ev.source, ev.line, ev.rank, ev.time, ev.text, sig, role, repeats, others))
     return out
 
 
