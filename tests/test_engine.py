@@ -408,3 +408,20 @@ def test_a_rank_left_waiting_by_peers_that_all_finished_issued_an_extra_collecti
     t = _table(kb, "\n".join(lines) + "\n")
     assert t.row(3).lost_peer and not t.row(3).accuses
     assert outlived_peers(t) == ({3}, {0, 1, 2, 4})
+
+
+def test_the_absent_rank_sentence_names_the_collective_once(kb):
+    # "waited in in SeqNum=..." read badly: the collective goes in parentheses
+    d, top = _top_of(kb, "real-holdout17/ultralytics-2023-broadcast-timeout-rank0-missing/log.txt")
+    assert "Rank 0 never joined the collective the others waited in (SeqNum=10792 BROADCAST)." in top.root_cause
+    assert " in in " not in top.root_cause
+
+
+def test_a_time_without_a_year_is_shown_without_dashes():
+    from rankdoctor.diagnose.present import _clock
+    from rankdoctor.events import Event
+
+    ev = Event("e", "s", "symptom", "rank1.log", 3, "x", time="--12-02T00:08:28.533")
+    assert _clock(ev) == "12-02 00:08:28"
+    ev = Event("e", "s", "symptom", "rank1.log", 3, "x", time="2026-05-01T10:33:12")
+    assert _clock(ev) == "2026-05-01 10:33:12"

@@ -247,15 +247,16 @@ def _straggler_sentence(ranks: tuple[int, ...], w: "Weighing") -> str:
         if cx.behind and set(ranks) <= cx.behind:
             where_ = f"stopped at step {rw.progress}" if rw.progress is not None else "printed no step counter"
             return f"{Who} {where_} while the others went further{(' and then waited' + at) if waiting else ''}."
-        return f"{Who} never joined the collective the others waited in{at}."
+        return f"{Who} never joined the collective the others waited in" + (f" ({at[4:]})." if at else ".")
     if coll and coll.detail:
         return f"{coll.detail[0].upper()}{coll.detail[1:]}; the logs do not show which rank they were waiting for."
     return "The ranks timed out waiting for a peer; the logs do not show which rank they were waiting for."
 
 
 def _clock(ev) -> str:
-    """A line's time to the second ("2026-05-01 10:33:12")."""
-    t = ev.time or ""
+    """A line's time to the second ("2026-05-01 10:33:12"; a glog time without a year,
+    kept as ISO's "--12-02T00:08:28", as "12-02 00:08:28")."""
+    t = (ev.time or "").removeprefix("--")
     if "T" in t:
         day, _, clock = t.partition("T")
         return f"{day} {clock[:8]}"
