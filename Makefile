@@ -33,7 +33,8 @@ chromium:
 	@if [ ! -x /usr/bin/chromium ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    export DEBIAN_FRONTEND=noninteractive; \
-	    apt-get update -qq && apt-get install -y -qq chromium \
+	    echo "installing chromium (apt-get, no recommends) for the browser tests"; \
+	    { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium; } >/dev/null 2>&1 \
 	      || echo "note: could not install chromium; the browser tests will be skipped"; \
 	  else \
 	    echo "note: /usr/bin/chromium is missing (installing it needs root and apt-get); the browser tests will be skipped"; \
