@@ -7,6 +7,8 @@ and capture what they really print.
     python lab/run.py --matrix [VARIANT ...]   # the fault matrix (MATRIX below),
                                                # default out: tests/scenarios/lab-matrix
     python lab/run.py --matrix --list
+    python lab/run.py --matrix-pg2d --out DIR  # 8 ranks, TP x DP (x PP) process groups
+                                               # (lab/pg2d.py, MATRIX_PG2D_SPEC), held out
 
 For every case it writes DIR/<case>/:
     logs/          torchrun --log-dir tree, exactly as torchrun wrote it
@@ -16,6 +18,8 @@ For every case it writes DIR/<case>/:
                    evidence (evidence lines are picked verbatim from
                    console.log by the regexes in the case table below)
     fr/            Flight Recorder dumps (only for cases with fr=True)
+    stacks/        py-spy dumps of every rank taken from outside while the job
+                   hangs, rank<N>.txt and rank<N>.json (cases with stacks_after)
 
 torch and torchrun are taken from the interpreter running this script
 (``sys.executable -m torch.distributed.run``).
@@ -63,6 +67,10 @@ class Case:
     pre: str | None = None  # name of a pre-run hook (see HOOKS)
     torchrun_args: list[str] = field(default_factory=list)
     initiating_ranks: list[int] | None = None  # several culprits (matrix two-culprit variants)
+    stacks_after: str | None = None  # regex: once a console line matches, take py-spy stacks ...
+    stacks_delay: float = 3.0  # ... this many seconds later, from outside (stacks/rank<N>.txt)
+    stacks_required: bool = True  # CHECK when no stack could be taken (the job must still hang)
+    sigkill_expected: bool = False  # the fault makes a rank ignore SIGTERM (SIGSTOP, GIL held)
 
 
 CASES: dict[str, Case] = {
@@ -531,6 +539,205 @@ _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang
             "extra-collective-same-shape", "nan-first-rank"}
 
 
+# --------------------------------------------------------------------------
+# The production-shape matrix (lab/pg2d.py): 8 ranks with 2-D TP x DP (or 3-D PP x TP x DP)
+# process groups made by dist.new_group; each fault at a chosen step on chosen rank(s), a few
+# layouts and culprit positions.  Like MATRIX_FRESH it is held out: run it into a folder outside
+# tests/ and measure it once before any change made for it.
+# Variant names: <fault>-<layout>-r<culprit>[r<culprit2>]-s<step>[-notee].
+
+PG2D_TIMEOUT = 15  # LAB_PG_TIMEOUT (s): long enough for the py-spy pass while the job hangs
+PG2D_LAYOUTS = {"tp2dp4": {"LAB_TP": "2", "LAB_PP": "1"}, "tp4dp2": {"LAB_TP": "4", "LAB_PP": "1"},
+                "pp2tp2dp2": {"LAB_TP": "2", "LAB_PP": "2"}}
+
+
+def pg2d_layout(layout: str, rank: int) -> dict:
+    """pp/tp/dp coordinates and group members of ``rank`` (the same arithmetic as lab/pg2d.py)."""
+    tp, pp = int(PG2D_LAYOUTS[layout]["LAB_TP"]), int(PG2D_LAYOUTS[layout]["LAB_PP"])
+    stage = 8 // pp
+    dp = stage // tp
+    p, i = divmod(rank, stage)
+    d, t = divmod(i, tp)
+    return {"tp": [p * stage + d * tp + k for k in range(tp)], "dp": [p * stage + k * tp + t for k in range(dp)],
+            "pp": [k * stage + i for k in range(pp)] if pp > 1 else None, "pp_rank": p}
+
+
+def _pg2d_where(layout, c) -> str:
+    g = pg2d_layout(layout, c)
+    return (f"rank {c} (tp group {g['tp']}, dp group {g['dp']}"
+            + (f", pipeline stage {g['pp_rank']}, pp pair {g['pp']}" if g["pp"] else "") + ")")
+
+
+def _pg2d_case(fault: str, layout: str, cs: tuple, s: int, tee: bool) -> Case:
+    ms = PG2D_TIMEOUT * 1000
+    c = cs[0] if cs else None
+    o = _others(8, cs)
+    lay = {"tp2dp4": "TP 2 x DP 4", "tp4dp2": "TP 4 x DP 2", "pp2tp2dp2": "PP 2 x TP 2 x DP 2"}[layout]
+    head = f"8 ranks, gloo, {lay} process groups (dist.new_group). "
+    who = " and ".join(_pg2d_where(layout, r) for r in cs)
+    last = rf"rank {c} step {s - 1} (loss|act-norm)" if cs else None
+    timed_out = rf"\[rank{_ranks(o)}\]: RuntimeError: .*Timed out waiting {ms}ms"
+    kw: dict = {}
+    if fault == "none":
+        cls, hint = None, "healthy"
+        desc = (head + "Healthy run: 8 steps, a TP all_reduce and a DP gradient all_reduce per step"
+                + (", activations/gradients sent between the two pipeline stages" if layout.startswith("pp")
+                   else "") + "; every rank dumps its Flight Recorder buffer when it finishes (at its own "
+                "point in time, so the dumps of different groups end at different moments). Nothing here "
+                "is a failure.")
+        ev = [r"rank \d step 7 (loss|act-norm)", r"rank \d finished 8 steps"]
+        kw["expect_ok"] = True
+    elif fault == "exception":
+        cls, hint = "peer-rank-crashed", "python-exception-in-one-rank"
+        desc = (head + f"{who} raise{'' if len(cs) > 1 else 's'} json.decoder.JSONDecodeError (a truncated "
+                f"record in the data shard) at step {s}, before the step's collectives; the peers in "
+                "their TP / DP groups lose the connection or time out. Script uses @record.")
+        ev = [rf"\[rank{_ranks(cs)}\]: json\.decoder\.JSONDecodeError: ",
+              rf"\[rank{_ranks(o)}\]: RuntimeError: .*({PEER_LOST}|Timed out waiting)",
+              rf"failed \(exitcode: 1\) local_rank: {_ranks(cs)}"]
+    elif fault == "sigkill":
+        cls, hint = "host-oom", "worker-sigkill-oom"
+        desc = (head + f"{who} allocate{'' if len(cs) > 1 else 's'} a buffer and SIGKILL"
+                f"{'' if len(cs) > 1 else 's'} {'themselves' if len(cs) > 1 else 'itself'} at step {s} "
+                "(as the kernel OOM killer would; no traceback) before the step's collectives.")
+        ev = [r"exitcode  : -9 \(pid: \d+\)  \(SIGKILL\)", r"Signal 9 \(SIGKILL\) received by PID",
+              rf"\[rank{_ranks(o)}\]: RuntimeError: .*({PEER_LOST}|Timed out waiting)"]
+    elif fault in ("hang-gil", "hang-sleep", "sigstop"):
+        cls = "straggler-timeout"
+        what = {
+            "hang-gil": ("gil-held-hang", "enters a huge pure-C computation (builtin sum over range(10**13)) "
+                         "that never releases the GIL (no log line; its Python threads, including the lab's "
+                         "SIGTERM/FR watcher, never run again, so it ignores torchrun's SIGTERM and is SIGKILLed "
+                         "30 s later)"),
+            "hang-sleep": ("silent-rank-hang-timeout", "blocks silently in a stalled read (time.sleep, no log "
+                           "line, no exception)"),
+            "sigstop": ("rank-stopped-sigstop", "SIGSTOPs itself (job-control / debugger stop: the process is "
+                        "frozen, SIGTERM stays pending, torchrun SIGKILLs it 30 s after its SIGTERM)"),
+        }[fault]
+        hint = what[0]
+        desc = (head + f"{who} {what[1]} at step {s}, before the step's collectives; the ranks that wait for "
+                f"{'them' if len(cs) > 1 else 'it'} in a TP or DP all_reduce hit the {PG2D_TIMEOUT} s gloo "
+                "timeout and raise; torchrun then tears the job down. py-spy stacks of every rank taken "
+                "from outside while the job hangs (stacks/).")
+        ev = [last, timed_out, r"failed \(exitcode: 1\) local_rank: \d"]
+        if fault != "hang-sleep":
+            ev.append(r"forcefully exiting via 9")
+            kw["sigkill_expected"] = True
+        kw["stacks_after"] = last
+    elif fault == "slow":
+        cls, hint = "straggler-timeout", "slow-rank-timeout"
+        desc = (head + f"{who} spends {2.5 * PG2D_TIMEOUT:.0f} s prefetching a shard at step {s} (a progress "
+                f"line every 4 s) before its TP all_reduce, longer than the {PG2D_TIMEOUT} s gloo timeout: the "
+                "waiting ranks time out and raise first; torchrun SIGTERMs the slow rank. py-spy stacks taken "
+                "while the job waits (stacks/).")
+        ev = [rf"rank {c} step {s}: prefetching shard from object store", timed_out,
+              r"failed \(exitcode: 1\) local_rank: \d"]
+        kw["stacks_after"] = last
+    elif fault in ("extra-tp", "extra-dp", "same-shape"):
+        cls = "collective-desync"
+        g = pg2d_layout(layout, c)
+        grp, gname = (g["dp"], "DP") if fault == "extra-dp" else (g["tp"], "TP")
+        peers = [r for r in grp if r != c]
+        if fault == "same-shape":
+            hint = "extra-collective-same-shape"
+            desc = (head + f"At step {s} {who} issues one extra all_reduce in its TP group {grp} of its output "
+                    "(float32[8,4], a debug hook), the same shape as the TP activation all_reduce: gloo silently "
+                    f"pairs it with rank(s) {_words(peers)}'s next step's all_reduce, every later TP op is "
+                    f"shifted by one, and rank {c} is left at the end with one all_reduce nobody joins. Ranks "
+                    "that finish dump their Flight Recorder buffer at exit. py-spy stacks (stacks/) taken "
+                    "while the job waits.")
+            ev = [rf"rank {_ranks(peers)} finished 8 steps",
+                  rf"\[rank{c}\]: RuntimeError: .*({PEER_LOST}|Timed out waiting)"]
+            kw["stacks_after"] = rf"rank {_ranks(peers)} finished 8 steps"
+            kw["stacks_required"] = False  # the job may end before the dumps
+        else:
+            hint = "extra-collective-subgroup"
+            desc = (head + f"At step {s} {who} issues one extra scalar all_reduce in its {gname} group {grp} "
+                    f"(a loss average for logging) that rank(s) {_words(peers)} never issue: gloo pairs it "
+                    f"with their next all_reduce in that group (a larger op) and the size check fails.")
+            ev = [r"(op\.preamble\.length <= op\.nbytes.*collective mismatch|"
+                  rf"\[rank\d\]: RuntimeError: .*({PEER_LOST}|Timed out waiting))",
+                  r"failed \(exitcode: -?\d+\) local_rank: \d"]
+    elif fault == "p2p-shape":
+        cls, hint = "collective-desync", "p2p-send-recv-shape-mismatch"
+        desc = (head + f"At step {s} {who}, a pipeline stage-1 rank, sends back the input gradient with the "
+                f"full hidden width (float32[8,32]) instead of the activation shape its stage-0 peer posted "
+                f"its recv for (float32[8,16]); gloo's size check fails on the receiver.")
+        ev = [r"op\.preamble\.length <= op\.nbytes.*collective mismatch",
+              r"exitcode  : -6 \(pid: \d+\)  \(SIGABRT\)"]
+    elif fault == "p2p-order":
+        cls, hint = "collective-desync", "p2p-send-recv-order-deadlock"
+        desc = (head + f"At step {s} {who}, a pipeline stage-0 rank, posts its recv for the gradient before "
+                f"sending the activation, so it and its stage-1 peer both wait in recv (a send/recv order "
+                f"mismatch); the TP / DP peers then wait in their all_reduces until the {PG2D_TIMEOUT} s gloo "
+                "timeout. py-spy stacks taken while the job hangs (stacks/).")
+        ev = [last, rf"\[rank\d\]: RuntimeError: .*Timed out waiting {ms}ms",
+              r"failed \(exitcode: 1\) local_rank: \d"]
+        kw["stacks_after"] = last
+    else:
+        raise ValueError(fault)
+    env = dict(PG2D_LAYOUTS[layout], LAB_PG_TIMEOUT=str(PG2D_TIMEOUT), LAB_FAULT=fault)
+    if cs:
+        env["LAB_CULPRITS" if len(cs) > 1 else "LAB_CULPRIT"] = ",".join(map(str, cs))
+        env["LAB_STEP"] = str(s)
+    return Case("pg2d.py", 8, cls, c, hint, desc, [e for e in ev if e], env=env, fr=True,
+                tee="3" if tee else None, wall_timeout=240,
+                initiating_ranks=sorted(cs) if len(cs) > 1 else None, **kw)
+
+
+# (fault, layout, culprits, step, tee)
+MATRIX_PG2D_SPEC = [
+    ("none", "tp2dp4", (), 0, True),
+    ("none", "tp4dp2", (), 0, False),
+    ("none", "pp2tp2dp2", (), 0, True),
+    ("exception", "tp2dp4", (5,), 3, True),
+    ("exception", "tp2dp4", (0,), 1, True),
+    ("exception", "tp4dp2", (2,), 2, False),
+    ("exception", "pp2tp2dp2", (6,), 4, True),
+    ("exception", "tp2dp4", (1, 6), 3, True),
+    ("sigkill", "tp2dp4", (3,), 2, True),
+    ("sigkill", "tp4dp2", (7,), 4, False),
+    ("sigkill", "pp2tp2dp2", (1,), 3, True),
+    ("sigkill", "tp2dp4", (2, 3), 3, True),
+    ("hang-gil", "tp2dp4", (4,), 3, True),
+    ("hang-gil", "tp4dp2", (1,), 2, False),
+    ("hang-sleep", "tp2dp4", (6,), 2, True),
+    ("hang-sleep", "tp4dp2", (0,), 4, True),
+    ("hang-sleep", "pp2tp2dp2", (5,), 3, False),
+    ("hang-sleep", "tp2dp4", (0, 7), 2, True),
+    ("sigstop", "tp2dp4", (2,), 3, True),
+    ("sigstop", "tp4dp2", (5,), 2, False),
+    ("sigstop", "pp2tp2dp2", (3,), 2, True),
+    ("slow", "tp2dp4", (7,), 3, True),
+    ("slow", "tp4dp2", (3,), 1, False),
+    ("slow", "pp2tp2dp2", (0,), 2, True),
+    ("extra-tp", "tp2dp4", (3,), 2, True),
+    ("extra-tp", "tp4dp2", (6,), 3, False),
+    ("extra-dp", "tp2dp4", (4,), 3, True),
+    ("extra-dp", "tp4dp2", (1,), 2, True),
+    ("same-shape", "tp2dp4", (5,), 2, True),
+    ("same-shape", "tp4dp2", (0,), 3, False),
+    ("same-shape", "pp2tp2dp2", (6,), 2, True),
+    ("p2p-shape", "pp2tp2dp2", (5,), 2, True),
+    ("p2p-shape", "pp2tp2dp2", (6,), 3, False),
+    ("p2p-order", "pp2tp2dp2", (1,), 2, True),
+    ("p2p-order", "pp2tp2dp2", (2,), 3, True),
+]
+
+
+def pg2d_cases() -> dict[str, Case]:
+    out: dict[str, Case] = {}
+    for fault, layout, cs, s, tee in MATRIX_PG2D_SPEC:
+        name = ("healthy" if fault == "none" else ("two-" if len(cs) > 1 else "") + fault) + f"-{layout}"
+        if cs:
+            name += "-r" + "r".join(map(str, cs)) + f"-s{s}"
+        if not tee:
+            name += "-notee"
+        assert name not in out, name
+        out[name] = _pg2d_case(fault, layout, cs, s, tee)
+    return out
+
+
 def matrix_cases(spec: dict | None = None) -> dict[str, Case]:
     """Every matrix variant as a Case, keyed by its name."""
     out: dict[str, Case] = {}
@@ -585,6 +792,113 @@ def pick_evidence(console: str, patterns: list[str]) -> tuple[list[str], list[st
     return found, missing
 
 
+def _worker_pids(root: int) -> dict[int, int]:
+    """Global rank -> pid of the torchrun workers under pid ``root`` (read from /proc, from outside)."""
+    parent = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    parent[int(d)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                pass
+
+    def under(pid):
+        while pid > 1:
+            pid = parent.get(pid, 0)
+            if pid == root:
+                return True
+        return False
+
+    out = {}
+    for d in map(str, parent):
+        try:
+            if not under(int(d)):
+                continue
+            with open(f"/proc/{d}/environ", "rb") as f:
+                env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+        except (OSError, ValueError):
+            continue
+        if b"RANK" in env and b"TORCHELASTIC_RUN_ID" in env:
+            out[int(env[b"RANK"])] = int(d)
+    return out
+
+
+def _py_spy(pid: int, *extra: str) -> tuple[str, str]:
+    """``py-spy dump --pid PID`` (retried with --nonblocking if the attach fails): (output, how)."""
+    exe = shutil.which("py-spy", path=os.path.dirname(sys.executable)) or shutil.which("py-spy") or "py-spy"
+    how = ""
+    for opts in ([], ["--nonblocking"]):
+        cmd = [exe, "dump", "--pid", str(pid), *opts, *extra]
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
+        except subprocess.TimeoutExpired:
+            how += f"{shlex.join(cmd[1:])}: timed out after 20 s; "
+            continue
+        if p.returncode == 0 and p.stdout.strip():
+            return p.stdout, how + shlex.join(cmd[1:])
+        how += f"{shlex.join(cmd[1:])}: exit {p.returncode} {p.stderr.strip()[:200]}; "
+    return "", how
+
+
+def take_stacks(proc, chunks, case: Case, cdir: str, t0: float, result: dict) -> None:
+    """Wait for ``case.stacks_after`` in the console, then py-spy every worker from outside."""
+    rx = re.compile(case.stacks_after)
+    while proc.poll() is None:
+        if rx.search(b"".join(chunks).decode("utf-8", errors="replace")):
+            break
+        time.sleep(0.2)
+    else:
+        return
+    t_trig = time.time()
+    time.sleep(case.stacks_delay)
+    pids = _worker_pids(proc.pid)
+    sdir = os.path.join(cdir, "stacks")
+    os.makedirs(sdir, exist_ok=True)
+    hows = {}
+    t_start = time.time()
+    for rank, pid in sorted(pids.items()):  # text first: it matters most while the job still hangs
+        text, how = _py_spy(pid)
+        hows[rank] = how
+        if text:
+            with open(os.path.join(sdir, f"rank{rank}.txt"), "w") as f:
+                f.write(text)
+    t_text = time.time()
+    for rank, pid in sorted(pids.items()):
+        js, _ = _py_spy(pid, "--json")
+        if js:
+            with open(os.path.join(sdir, f"rank{rank}.json"), "w") as f:
+                f.write(js)
+    t_end = time.time()
+    taken = sorted(int(n[4:-4]) for n in os.listdir(sdir) if n.endswith(".txt"))
+    failed = {r: h for r, h in hows.items() if r not in taken}
+    result["ranks"] = taken
+    result["note"] = (
+        f"py-spy {_py_spy_version()} 'dump --pid <pid>' (text, stacks/rank<N>.txt) then 'dump --pid <pid> "
+        f"--json' (stacks/rank<N>.json) of every worker, pids found from outside in /proc (RANK in each "
+        f"worker's environ); triggered by the first console line matching {case.stacks_after!r} at "
+        f"{t_trig - t0:.1f}s, text dumps {t_start - t0:.1f}-{t_text - t0:.1f}s, json dumps until "
+        f"{t_end - t0:.1f}s after torchrun started; ranks dumped: {taken or 'none'}"
+        + (f"; failed: {failed}" if failed else "")
+        + (f"; via: {sorted(set(hows.values()))}" if any("nonblocking" in h for h in hows.values()) else "")
+    )
+
+
+_PY_SPY_VERSION = None
+
+
+def _py_spy_version() -> str:
+    global _PY_SPY_VERSION
+    if _PY_SPY_VERSION is None:
+        exe = shutil.which("py-spy", path=os.path.dirname(sys.executable)) or "py-spy"
+        try:
+            _PY_SPY_VERSION = subprocess.run([exe, "--version"], capture_output=True, text=True,
+                                             timeout=20).stdout.split()[-1]
+        except (OSError, subprocess.SubprocessError, IndexError):
+            _PY_SPY_VERSION = "?"
+    return _PY_SPY_VERSION
+
+
 def run_case(name: str, case: Case, out: str) -> dict:
     cdir = os.path.abspath(os.path.join(out, name))
     if os.path.exists(cdir):
@@ -628,6 +942,11 @@ def run_case(name: str, case: Case, out: str) -> dict:
 
     th = threading.Thread(target=reader, daemon=True)
     th.start()
+    stacks: dict = {}
+    st = None
+    if case.stacks_after:
+        st = threading.Thread(target=take_stacks, args=(proc, chunks, case, cdir, t0, stacks), daemon=True)
+        st.start()
     killed_note = ""
     if case.kill_after is not None:
         try:
@@ -642,6 +961,8 @@ def run_case(name: str, case: Case, out: str) -> dict:
         rc = proc.wait()
         killed_note += " | wall timeout: driver SIGKILLed the whole process group"
     th.join(timeout=10)
+    if st is not None:
+        st.join(timeout=60)
     dt = time.time() - t0
     console = b"".join(chunks).decode("utf-8", errors="replace")
     with open(os.path.join(cdir, "console.log"), "w", encoding="utf-8", newline="") as f:
@@ -677,6 +998,8 @@ def run_case(name: str, case: Case, out: str) -> dict:
             f.write(f"kill={killed_note.strip(' |')}\n")
         if hook_note:
             f.write(f"setup={hook_note}\n")
+        if case.stacks_after:
+            f.write(f"stacks={stacks.get('note', 'not taken: the trigger line never appeared')}\n")
         if case.fr:
             f.write(
                 "flight_recorder=TORCH_FR_BUFFER_SIZE=2000; each rank writes "
@@ -704,12 +1027,16 @@ def run_case(name: str, case: Case, out: str) -> dict:
     ok = (rc == 0) == case.expect_ok
     # A worker that ignores torchrun's SIGTERM (torchrun SIGKILLs it 30 s later) is an
     # artefact of the lab's FR-dump SIGTERM handler, not of the injected fault.
-    sigkilled_by_torchrun = "forcefully exiting via 9" in console
+    sigkilled_by_torchrun = "forcefully exiting via 9" in console and not case.sigkill_expected
     status = "captured" if ok and not missing and not sigkilled_by_torchrun else "CHECK"
     result = {"case": name, "rc": rc, "seconds": round(dt, 1), "status": status,
               "missing_evidence": missing, "fr_dumps": len(fr_files)}
     if sigkilled_by_torchrun:
         result["note"] = "torchrun had to SIGKILL a worker that ignored SIGTERM"
+    if case.stacks_after:
+        result["stacks"] = stacks.get("ranks", [])
+        if not stacks.get("ranks") and case.stacks_required:
+            result["status"] = "CHECK"
     return result
 
 
@@ -750,11 +1077,17 @@ def main(argv=None) -> int:
     ap.add_argument("--matrix", action="store_true", help="run the fault matrix instead of the single cases")
     ap.add_argument("--fresh", action="store_true",
                     help="with --matrix: the held-out draw (MATRIX_FRESH) instead; needs --out")
+    ap.add_argument("--matrix-pg2d", action="store_true",
+                    help="the 8-rank TP x DP (x PP) process-group matrix (MATRIX_PG2D_SPEC, lab/pg2d.py); "
+                    "held out, needs --out")
     ap.add_argument("--list", action="store_true")
     a = ap.parse_args(argv)
     if a.fresh and not (a.matrix and (a.out or a.list)):
         ap.error("--fresh goes with --matrix and an --out folder outside tests/scenarios")
-    table = matrix_cases(MATRIX_FRESH if a.fresh else None) if a.matrix else CASES
+    if a.matrix_pg2d and not (a.out or a.list):
+        ap.error("--matrix-pg2d needs an --out folder outside tests/scenarios")
+    table = (pg2d_cases() if a.matrix_pg2d else
+             matrix_cases(MATRIX_FRESH if a.fresh else None) if a.matrix else CASES)
     out = a.out or (MATRIX_OUT if a.matrix else os.path.join(REPO, "tests", "scenarios", "lab"))
     if a.list:
         for n, c in table.items():

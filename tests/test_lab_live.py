@@ -59,3 +59,21 @@ def test_fr_and_diagnose_on_a_fresh_run(lab_runs, case):
     top = d["diagnoses"][0]
     assert (top["class"], top["initiating_rank"]) == (want_class, want_rank), top["root_cause"]
     assert any(diag_site in e["text"] for e in top["evidence"]) or diag_site in top["root_cause"], top["evidence"]
+
+
+def test_pg2d_matrix_table():
+    """The 8-rank process-group matrix (lab/run.py --matrix-pg2d) lists without running anything."""
+    proc = subprocess.run([sys.executable, str(ROOT / "lab" / "run.py"), "--matrix-pg2d", "--list"],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    rows = proc.stdout.splitlines()
+    assert len(rows) >= 24 and all(r.split()[-1] == "pg2d.py" for r in rows)
+    spec = importlib.util.spec_from_file_location("lab_run_pg2d", ROOT / "lab" / "run.py")
+    lab_run = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = lab_run  # dataclasses look their module up while the class is built
+    try:
+        spec.loader.exec_module(lab_run)
+    finally:
+        del sys.modules[spec.name]
+    assert lab_run.pg2d_layout("tp2dp4", 5) == {"tp": [4, 5], "dp": [1, 3, 5, 7], "pp": None, "pp_rank": 0}
+    assert lab_run.pg2d_layout("pp2tp2dp2", 6)["pp"] == [2, 6]
