@@ -351,27 +351,25 @@ def test_a_diagnosis_over_its_time_budget_is_stopped_with_one_line(strict):
     assert ok.status_code == 200, ok.text  # the killed worker was replaced
 
 
-def test_other_requests_are_answered_while_a_hostile_diagnosis_runs(strict):
+def test_the_hostile_line_alone_cannot_hold_a_worker_past_the_budget(strict):
     _, base, _ = strict
-    hostile, out = _post_in_background(base, _slow_body())
-    time.sleep(0.5)
-    for url in ("/api/entries", "/", "/kb/index.html"):
-        assert httpx.get(base + url, timeout=5).status_code == 200
-    assert hostile.is_alive() and not out  # answered while the hostile one was still running
-    single = httpx.post(base + "/api/diagnose", content=HOSTILE_LINE, headers={"content-type": "text/plain"}, timeout=60)
-    assert single.status_code in (200, 503), single.text[:300]  # fast once the scanner is safe; stopped at 2 s if not
-    hostile.join(60)
-    assert out and isinstance(out[0], httpx.Response) and out[0].status_code == 503
+    r = httpx.post(base + "/api/diagnose", content=HOSTILE_LINE, headers={"content-type": "text/plain"}, timeout=60)
+    assert r.status_code in (200, 503), r.text[:300]  # fast once the scanner is safe; stopped at 2 s if not
+    if r.status_code == 503:
+        assert "took longer than 2 s" in _one_line(r)
 
 
-def test_sigterm_stops_serve_while_a_hostile_diagnosis_runs():
+def test_while_a_hostile_diagnosis_runs_others_are_served_and_sigterm_stops_serve():
     port = _free_port()
-    proc = _serve_cli(port, "--request-timeout", "600", "--max-inflated-mb", "8192")
+    proc = _serve_cli(port, "--request-timeout", "600", "--max-inflated-mb", "8192", "--workers", "2")
     try:
         base = f"http://127.0.0.1:{port}"
         hostile, out = _post_in_background(base, _slow_body())
         time.sleep(0.5)
-        assert hostile.is_alive() and not out
+        for url in ("/api/entries", "/", "/kb/index.html"):
+            assert httpx.get(base + url, timeout=10).status_code == 200
+        assert httpx.post(base + "/api/diagnose", content=_log(), headers={"content-type": "text/plain"}, timeout=30).status_code == 200
+        assert hostile.is_alive() and not out  # all that while the hostile one was running
         family = _descendants(proc.pid)
         assert family  # the fork server and the workers
         proc.send_signal(signal.SIGTERM)

@@ -207,3 +207,13 @@ def test_stack_dumps_uploaded_with_the_console_are_weighed(client):
     top = r.json()["diagnoses"][0]
     assert (top["class"], top["initiating_rank"]) == ("straggler-timeout", 1)
     assert [i["path"] for i in r.json()["inputs"]] == ["console.log"]  # the dumps are evidence, not logs
+
+
+@pytest.mark.parametrize(("option", "says"), [("--request-timeout", "request timeout"), ("--max-inflated-mb", "max inflated bytes"), ("--workers", "workers")])
+def test_serve_refuses_limits_at_or_below_zero_in_one_line(option, says):
+    from .conftest import run_cli
+
+    r = run_cli("serve", "--port", "1", option, "-1")
+    assert r.returncode == 2
+    err = r.stderr.decode()
+    assert err.startswith("rankdoctor: error: ") and says in err and err.count("\n") == 1, err

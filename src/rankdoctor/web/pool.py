@@ -37,6 +37,8 @@ class DiagnosisPool:
     def start(self) -> ProcessPool:
         """The running pool (a new one if there is none, or the last one broke)."""
         if self._pool is None or not self._pool.active:
+            if self._pool is not None:
+                self._pool.stop()  # broken (its workers could not start): let it go, start afresh
             ctx = multiprocessing.get_context("forkserver")
             ctx.set_forkserver_preload(["rankdoctor.web.worker", "rankdoctor.diagnose.engine", "rankdoctor.report.html"])
             self._pool = ProcessPool(max_workers=self.limits.workers, initializer=worker.init, initargs=(self.kb,), context=ctx)
