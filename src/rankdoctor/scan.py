@@ -35,9 +35,10 @@ if TYPE_CHECKING:
 _NAMED = re.compile(r"\(\?P<[A-Za-z_]\w*>")
 _BACKREF = re.compile(r"\(\?P=\w+\)")
 MAX_TEXT = 2000  # characters of a hit line kept as evidence
-# longer lines are matched by RE2 (linear time); below, ``re``'s worst case per line is
-# small (bench/memory_hits.md). Every scenario's hit lines are shorter: same results.
-LONG_LINE = 4096
+# longer lines are matched by RE2 (linear time, but ~10x re's cost per call on a short
+# line); below, re's worst case per line is a few ms (bench/memory_hits.md). Every
+# scenario's diagnosis is the same with either engine on its long lines.
+LONG_LINE = 1024
 CONTEXT_LINES = 40  # lines before a cause line kept (tracebacks)
 CONTEXT_BYTES = 16 << 10
 _SAMPLE_LINES = 100  # lines per chunk sampled for rank prefixes (hit lines add theirs too)
@@ -562,9 +563,10 @@ class Scanner:
             counted_to = start
             raw = chunk[start:end]
             self._hit_line(raw, lineno + 1, found[end], start, name, base, dialect, result, later)
+        shared: dict[str, str] = {}  # neighbouring causes share their lines' strings
         for kept, last in later.values():
             for item, start in (*kept, *last):
-                item.context = _lines_before(chunk, start, tail)
+                item.context = [shared.setdefault(ln, ln) for ln in _lines_before(chunk, start, tail)]
 
     def _sample_ranks(self, chunk: bytes, n: int, dialect: Dialect, result: ScanResult) -> None:
         # Ranks seen: a bounded sample of line prefixes per chunk (hit lines add theirs too):
