@@ -10,7 +10,8 @@ ranges before it when the results are put back together, in input order.
 
 Workers are forked from the process that built the scanner, so they share its compiled
 hyperscan database and regexes as they are (no recompiling, nothing serialized); results
-(hit lines only) come back pickled. Small inputs never start a pool. Where ``fork`` is not
+(the first and last hit lines of each kind, and counts: ``events.Sample``) come back
+pickled. Small inputs never start a pool. Where ``fork`` is not
 available the scan runs in one process.
 """
 
@@ -261,7 +262,9 @@ def scan_parallel(
 
 
 def _merge_ranges(scanner: Scanner, src: Source, futs: list[Future], ranges: list[_Range], progress, done: int, total: int) -> ScanResult:
-    """One source's result from the results of its ranges, in order, lines shifted."""
+    """One source's result from the results of its ranges, in order, lines shifted: each
+    kind of line keeps its first occurrences from the earliest ranges and its last from
+    the latest, and counts them all (``ScanResult.extend``)."""
     part = ScanResult()
     stats = InputStats(path=src.name, warnings=list(src.warnings))
     part.inputs.append(stats)
