@@ -223,3 +223,80 @@ def test_docker_compose_style_host_pipe_prefix():
     a, at = parse_prefix(line, dialect)
     assert a.host == "gsb2fnng0z-algo-1-6pcq6"
     assert line[at:].strip() == "Process name: [[8472,1],2]"
+
+
+def test_folder_walk_is_os_walk_order_without_recursion(tmp_path):
+    """Files in os.walk's order (a folder's files by name, then its folders), however deep."""
+    for rel in ("b.log", "a.log", "z/c.log", "z/y/d.log", "m/e.log", ".git/x.log", "skip.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("line\n")
+    names = [s.name for s in expand_inputs([str(tmp_path)])]
+    rel = [str(tmp_path / p) for p in ("a.log", "b.log", "m/e.log", "z/c.log", "z/y/d.log")]
+    assert names == rel
+    deep = [tmp_path / "deep"]
+    deep[0].mkdir()
+    for _ in range(1100):  # more than the interpreter's recursion limit
+        deep.append(deep[-1] / "d")
+        deep[-1].mkdir()
+    (deep[-1] / "rank_1.log").write_text("step 1\n")
+    try:
+        assert [s.size for s in expand_inputs([str(deep[0])])] == [7]
+    finally:
+        (deep[-1] / "rank_1.log").unlink()
+        for d in reversed(deep):
+            d.rmdir()  # pytest's own clean-up (shutil.rmtree) recurses
+
+
+def test_zstd_frames_truncation_and_bombs_in_small_steps():
+    """Several frames (and a skippable one) read as one stream; a frame cut short is an
+    error after what came before it; a 64 MiB frame is never held whole."""
+    z = zstandard.ZstdCompressor()
+    skippable = (0x184D2A50).to_bytes(4, "little") + (3).to_bytes(4, "little") + b"abc"
+    data = z.compress(b"one\n" * 1000) + skippable + z.compress(b"two\n" * 1000)
+    f = sources_mod._decompressing(io.BytesIO(data), data[:4])
+    assert f.read() == b"one\n" * 1000 + b"two\n" * 1000
+    cut = sources_mod._decompressing(io.BytesIO(data[:-5]), data[:4])
+    got = cut.read(1 << 20)
+    assert got.startswith(b"one\n" * 1000)
+    with pytest.raises(sources_mod.DamagedInput, match="truncated or damaged zstd data"):
+        while cut.read(1 << 20):
+            pass
+    bomb = z.compress(bytes(64 << 20))
+    f = sources_mod._decompressing(io.BytesIO(bomb), bomb[:4])
+    assert len(f.read(1 << 20)) <= (1 << 20) + (32 << 20) and sum(len(c) for c in iter(lambda: f.read(1 << 20), b"")) > 0
+
+
+def test_archive_members_read_in_any_order_and_in_forked_workers(tmp_path, kb):
+    """Members come from one open handle read front to back; reading them out of order is
+    still right (it re-reads), and a parallel scan (forked workers) gives the single-process
+    result."""
+    from rankdoctor.parallel import scan_parallel
+
+    bodies = [(b"[rank%d]: step %d\n" % (i, k) * 50) + (WATCHDOG.encode() if i == 3 else b"") for i, k in zip(range(40), range(40))]
+    tar = tmp_path / "logs.tar.gz"
+    with tarfile.open(tar, "w:gz") as tf:
+        for i, body in enumerate(bodies):
+            info = tarfile.TarInfo(f"rank_{i}.log")
+            info.size = len(body)
+            tf.addfile(info, io.BytesIO(body))
+    zp = tmp_path / "logs.zip"
+    with zipfile.ZipFile(zp, "w", zipfile.ZIP_DEFLATED) as zf:
+        for i, body in enumerate(bodies):
+            zf.writestr(f"rank_{i}.log", body)
+    for p in (tar, zp):
+        srcs = expand_inputs([str(p)])
+        order = list(range(len(srcs)))
+        random.Random(3).shuffle(order)
+        for i in order:
+            with srcs[i].opener() as f:
+                assert f.read() == bodies[i]
+        single = scan_sources(kb, srcs)
+        forked = scan_parallel(kb, srcs, jobs=2, min_parallel_bytes=0)
+        assert [(e.source, e.line, e.rank) for e in forked.events] == [(e.source, e.line, e.rank) for e in single.events]
+        assert [e.rank for e in single.events if e.signature == "watchdog-timeout"] == [1]
+
+
+def test_nul_head_is_text_not_a_tar():
+    assert not looks_binary(b"\0" * 4096 + b"ordinary log line\n" * 100)
+    assert looks_binary(b"\0" * 4096)
+    assert not sources_mod._is_tar_header(b"\0" * 512)
