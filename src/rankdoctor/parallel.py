@@ -35,7 +35,10 @@ from .scan import CONTEXT_BYTES, Cursor, Scanner, scan_sources, sniff_chunk, vec
 if TYPE_CHECKING:
     from .kb.loader import KnowledgeBase
 
-SMALL_TOTAL = 8 << 20  # below this many bytes in all, one process (no pool start-up)
+SMALL_TOTAL = 8 << 20  # below this many bytes in all, one process (no pool start-up)...
+MANY_SOURCES = 256  # ...unless there are this many sources: each costs its own opens and set-up
+BATCH_BYTES = 8 << 20  # whole sources go to a worker in batches of about this many bytes...
+BATCHES_PER_JOB = 8  # ...or fewer, so that every worker gets several batches
 PROGRESS_MIN = 50 << 20  # a progress bar only for inputs at least this large
 MAX_RANGE = 64 << 20  # byte ranges of a split file are at most this long
 # from this many bytes on, newlines are counted with numpy (below, its import costs more
@@ -112,8 +115,11 @@ def _init_worker() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
 
 
-def _scan_whole(index: int, chunk_size: int) -> ScanResult:
-    return _STATE["scanner"].scan_source(_STATE["sources"][index], chunk_size)
+def _scan_whole(indexes: list[int], chunk_size: int) -> ScanResult:
+    """Whole sources, one after the other: a batch costs one task however many small files
+    it holds (a task per file cost more to dispatch and collect than to scan)."""
+    sources = _STATE["sources"]
+    return scan_sources(None, [sources[i] for i in indexes], _STATE["scanner"], chunk_size=chunk_size)
 
 
 @dataclass
@@ -183,7 +189,8 @@ def scan_parallel(
     jobs = default_jobs() if jobs is None else max(1, jobs)
     sizes = [s.size or 0 for s in sources]
     total = sum(sizes)
-    if jobs == 1 or total < min_parallel_bytes or len(sources) == 0 or "fork" not in mp.get_all_start_methods():
+    few = total < min_parallel_bytes and len(sources) < MANY_SOURCES
+    if jobs == 1 or few or len(sources) == 0 or "fork" not in mp.get_all_start_methods():
         result = scan_sources(kb, sources, scanner, chunk_size=chunk_size)
         if progress:
             progress(total, total)
@@ -194,8 +201,10 @@ def scan_parallel(
     if range_bytes is None:
         range_bytes = min(MAX_RANGE, max(2 * chunk_size, total // (jobs * 4)))
 
-    # plan: whole sources, or the ranges of a split file (its dialect read here, once)
-    plan: list[tuple] = []  # ("whole", index, size) | ("split", index, [_Range], dialect, size) | ("here", index, size)
+    # plan: batches of whole sources, or the ranges of a split file (its dialect read here, once)
+    plan: list = []  # ["whole", [index], size] | ("split", index, [_Range], dialect, size) | ("here", index, size)
+    batch_bytes = min(BATCH_BYTES, max(1, total // (jobs * BATCHES_PER_JOB)))
+    batch_count = max(1, len(sources) // (jobs * BATCHES_PER_JOB))
     for i, src in enumerate(sources):
         path = _plain_path(src)
         if src.name == "<stdin>" or src.size is None:
@@ -203,7 +212,12 @@ def scan_parallel(
             continue
         # (ranges are exact only when a chunk is longer than the longest uncut line)
         if path is None or chunk_size <= _sources.MAX_LINE or sizes[i] < max(range_bytes + range_bytes // 2, 2 * chunk_size):
-            plan.append(("whole", i, sizes[i]))
+            last = plan[-1] if plan else None
+            if last and last[0] == "whole" and last[2] + sizes[i] <= batch_bytes and len(last[1]) < batch_count:
+                last[1].append(i)
+                last[2] += sizes[i]
+            else:
+                plan.append(["whole", [i], sizes[i]])
             continue
         try:
             data, n = next(iter_file_chunks(path, 0, None, chunk_size), (b"", 0))
@@ -213,7 +227,7 @@ def scan_parallel(
             del data
             cuts = split_file(path, sizes[i], range_bytes, chunk_size)
         except (OSError, ValueError):
-            plan.append(("whole", i, sizes[i]))
+            plan.append(["whole", [i], sizes[i]])
             continue
         ranges = [_Range(i, path, src.name, a, b, pc, k == len(cuts) - 1) for k, (a, b, pc) in enumerate(cuts)]
         plan.append(("split", i, ranges, dialect, sizes[i]))
