@@ -4,6 +4,7 @@ answer and show it where people look."""
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 from ..diagnose.collectives import compress_ranks
@@ -18,6 +19,16 @@ def _data(s: str) -> str:
 def _prop(s: str) -> str:
     """A workflow command's property value: also ':' and ',' (actions/toolkit escapeProperty)."""
     return _data(s).replace(":", "%3A").replace(",", "%2C")
+
+
+# characters XML 1.0 cannot hold (C0 controls but tab, newline and CR; lone surrogates, which
+# an undecodable file name brings; U+FFFE/U+FFFF): ElementTree writes them as they are and
+# the report would not parse. Log lines and file names may carry any of them.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml(s: str) -> str:
+    return _NOT_XML.sub("\ufffd", s)
 
 
 def _where(f: Finding) -> str:
@@ -84,5 +95,9 @@ def render_junit(d: Diagnosis) -> str:
         el.set("failures", str(failures))
         el.set("errors", "0")
     suite.set("skipped", str(skipped))
+    for el in suites.iter():
+        el.text = _xml(el.text) if el.text else el.text
+        for k, v in el.attrib.items():
+            el.attrib[k] = _xml(v)
     ET.indent(suites)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
