@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from enum import Enum
 from pathlib import Path
@@ -139,6 +140,8 @@ def diagnose(
     # parsed (or taken from the cache). The scanner needs only its pattern table, cached on
     # its own, so on a large input the workers start scanning while this process loads
     # the knowledge base and the engine.
+    if output:
+        _refuse_input(output, [*paths, *(fr or [])])
     load = cache(lambda: _load_kb(entries, check=False))
     bars = []
 
@@ -164,8 +167,6 @@ def diagnose(
             _fail(reasons[0])
         names = ", ".join(i.path for i in scan.inputs) or "input"
         _fail(f"{names}: empty input, nothing to diagnose")
-    if output and output.exists() and output.resolve() in {Path(p).resolve() for p in paths if p != "-"}:
-        _fail(f"{output}: refusing to overwrite an input file")
     if fmt is Format.json:
         from .report.jsonout import render_json
 
@@ -190,10 +191,13 @@ def diagnose(
         from rich.console import Console
 
         if output:
-            with open(output, "w", encoding="utf-8") as fh:
-                from .report.text import render_text
+            from io import StringIO
 
-                render_text(result, Console(file=fh, width=120, color_system=None), verbose)
+            from .report.text import render_text
+
+            buf = StringIO()
+            render_text(result, Console(file=buf, width=120, color_system=None), verbose)
+            _emit(buf.getvalue(), output)
         else:
             from .report.text import render_text
 
@@ -204,9 +208,31 @@ def diagnose(
     raise typer.Exit(result.exit_code)
 
 
+def _refuse_input(output: Path, inputs: list[str]) -> None:
+    """A report never lands on an input: refuse an output path that is an input or lies
+    inside a folder given as one (links resolved on both sides), or an existing file with
+    other hard links (one of them may be a log)."""
+    real = os.path.realpath(output)
+    for given in inputs:
+        if given == "-":
+            continue
+        top = os.path.realpath(given)
+        if real == top or real.startswith(top.rstrip(os.sep) + os.sep):
+            _fail(f"{output}: is an input or inside one ({given}); refusing to write the report there")
+    try:
+        st = os.stat(output)
+    except OSError:
+        return
+    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+        _fail(f"{output}: has {st.st_nlink} hard links (one may be an input); refusing to write the report there")
+
+
 def _emit(text: str, output: Optional[Path]) -> None:
     if output:
-        output.write_text(text, encoding="utf-8")
+        try:
+            output.write_text(text, encoding="utf-8", errors="surrogateescape")
+        except OSError as exc:
+            _fail(f"{output}: cannot write the report: {exc.strerror or exc}")
     else:
         sys.stdout.write(text)
 
@@ -427,11 +453,12 @@ def site(out_dir: Path = typer.Argument(..., help="Folder to write the static en
     """Build the static encyclopedia: index by class and system, a page per entry, the NCCL
     error hub, and a search that works offline."""
     kb = _load_kb(None)
-    from .site.build import build_site
+    from .site.build import SiteError, build_site
 
-    if out_dir.exists() and not out_dir.is_dir():
-        _fail(f"{out_dir}: not a directory")
-    files = build_site(kb, out_dir)
+    try:
+        files = build_site(kb, out_dir)
+    except SiteError as exc:
+        _fail(str(exc))
     typer.echo(f"wrote {len(files)} files to {out_dir}/ — open {out_dir / 'index.html'}")
 
 

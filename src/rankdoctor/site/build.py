@@ -1,10 +1,16 @@
-"""Render the encyclopedia to static HTML (no external assets, works from file://)."""
+"""Render the encyclopedia to static HTML (no external assets, works from file://).
+
+The output folder may already hold files, and links planted there: every file is written
+as a new file renamed over its path, so a link (or a hard link) at that path is replaced,
+never written through, and a link where a folder goes is replaced by the folder. An output
+folder that is itself a link is refused."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
-import shutil
+import tempfile
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,11 +85,44 @@ def nccl_results(kb: KnowledgeBase) -> list[ResultCode]:
     return out
 
 
+class SiteError(Exception):
+    """The site cannot be written where asked; the message is one line."""
+
+
+def _folder(path: Path) -> None:
+    """``path`` as a real folder: a link there (to a folder elsewhere, or to nothing) is
+    removed first, so nothing is written into the link's target."""
+    if path.is_symlink():
+        path.unlink()
+    path.mkdir(exist_ok=True)
+
+
+def _write(path: Path, data: bytes) -> None:
+    """Write ``path`` as a new file: a temporary file beside it, renamed over it (a link
+    or a hard link already at that path is replaced, its target left as it is)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as open() would create it (mkstemp makes it private)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def build_site(kb: KnowledgeBase, out: Path) -> list[Path]:
-    """Write the site into ``out``; return the files written."""
+    """Write the site into ``out``; return the files written. Raises SiteError when
+    ``out`` is a link or not a folder."""
+    if out.is_symlink():
+        raise SiteError(f"{out}: a link (to {os.readlink(out)}); the site is not written through links, name a real folder")
+    if out.exists() and not out.is_dir():
+        raise SiteError(f"{out}: not a directory")
     env = _env()
     out.mkdir(parents=True, exist_ok=True)
-    (out / "entries").mkdir(exist_ok=True)
+    _folder(out / "entries")
     written: list[Path] = []
     entries = sorted(kb, key=lambda e: e.id)
     by_class: dict[str, list[Entry]] = defaultdict(list)
@@ -96,7 +135,7 @@ def build_site(kb: KnowledgeBase, out: Path) -> list[Path]:
 
     def write(rel: str, template: str, root: str, **ctx) -> None:
         p = out / rel
-        p.write_text(env.get_template(template).render(root=root, **common, **ctx), encoding="utf-8")
+        _write(p, env.get_template(template).render(root=root, **common, **ctx).encode("utf-8"))
         written.append(p)
 
     write("index.html", "index.html", "", by_class=by_class, by_system=dict(sorted(by_system.items())))
@@ -139,9 +178,9 @@ def build_site(kb: KnowledgeBase, out: Path) -> list[Path]:
         for e in entries
     ]
     p = out / "search-index.js"
-    p.write_text("window.RANKDOCTOR_INDEX = " + json.dumps(index, ensure_ascii=False, sort_keys=True) + ";\n", encoding="utf-8")
+    _write(p, ("window.RANKDOCTOR_INDEX = " + json.dumps(index, ensure_ascii=False, sort_keys=True) + ";\n").encode("utf-8"))
     written.append(p)
     for asset in sorted((HERE / "static").iterdir()):
-        shutil.copyfile(asset, out / asset.name)
+        _write(out / asset.name, asset.read_bytes())
         written.append(out / asset.name)
     return written
