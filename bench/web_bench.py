@@ -105,39 +105,52 @@ def crowd(srv: Server, data: bytes, n: int, clients: int = 16) -> tuple[float, f
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--baseline", help="an older commit to measure in the same run")
-    ap.add_argument("--requests", type=int, default=160, help="posts of the 1 MB log at once (half as many of 5 MB)")
+    ap.add_argument("--requests", type=int, default=96, help="posts of the 1 MB log at once per round (half as many of 5 MB)")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds, the servers taking turns; the table has the medians")
     args = ap.parse_args()
     keep: list = []
     variants = {"this checkout": source_tree(None, keep)}
     if args.baseline:
         variants = {f"before ({args.baseline})": source_tree(args.baseline, keep), **variants}
     files = inputs()
-    servers = {name: Server(src) for name, src in variants.items()}  # both up, measured by turns
-    rows = []
+    servers = {name: Server(src) for name, src in variants.items()}  # all up, measured by turns
+    results: dict[tuple[str, str], list[tuple]] = {}
+    loads = []
     try:
-        for label, path in files.items():
-            data = path.read_bytes()
-            for name, srv in servers.items():
-                cli = cli_seconds(variants[name], path)
-                one_at_a_time(srv, data, True, 3)  # warm
-                raw = one_at_a_time(srv, data, False)
-                page = one_at_a_time(srv, data, True)
-                srv.reset_peak()
-                n = args.requests if label == "1 MB" else args.requests // 2
-                cpu0 = srv.cpu_seconds()
-                rps, p50, p95, codes = crowd(srv, data, n)
-                cpu = (srv.cpu_seconds() - cpu0) / n
-                rows.append((label, name, cli, raw, page, rps, p50, p95, cpu, srv.peak_mb, codes))
-                print(f"{label} {name}: done", file=sys.stderr)
+        for round_ in range(args.rounds):
+            for label, path in files.items():
+                data = path.read_bytes()
+                order = list(servers) if round_ % 2 == 0 else list(reversed(servers))
+                for name in order:
+                    srv = servers[name]
+                    cli = cli_seconds(variants[name], path, 3)
+                    one_at_a_time(srv, data, True, 2)  # warm
+                    raw = one_at_a_time(srv, data, False)
+                    page = one_at_a_time(srv, data, True)
+                    srv.reset_peak()
+                    n = args.requests if label == "1 MB" else args.requests // 2
+                    cpu0 = srv.cpu_seconds()
+                    rps, p50, p95, codes = crowd(srv, data, n)
+                    cpu = (srv.cpu_seconds() - cpu0) / n
+                    results.setdefault((label, name), []).append((cli, raw, page, rps, p50, p95, cpu, srv.peak_mb, codes))
+                    loads.append(os.getloadavg()[0])
+                    print(f"round {round_ + 1}: {label} {name}: done", file=sys.stderr)
     finally:
         for srv in servers.values():
             srv.stop()
-    print(f"{os.cpu_count()} cores; 1-minute load average at the end {os.getloadavg()[0]:.1f}\n")
-    print("| input | server | CLI: wall (CPU), median of 5 | one request: raw body to /api/diagnose, median of 10 "
+    print(f"{os.cpu_count()} cores; {args.rounds} rounds; 1-minute load average between rounds "
+          f"{min(loads):.1f}–{max(loads):.1f}; each cell is the median of the rounds\n")
+    print("| input | server | CLI: wall (CPU) | one request: raw body to /api/diagnose (median of 10) "
           "| one request: the page's multipart to /api/reports | 16 clients: req/s | p50 | p95 "
           "| server CPU per request (all processes) | peak memory (all processes) | statuses |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-    for label, name, (cli, cli_cpu), raw, page, rps, p50, p95, cpu, peak, codes in rows:
+    for (label, name), runs in results.items():
+        cli, cli_cpu = (statistics.median(r[0][i] for r in runs) for i in (0, 1))
+        raw, page, rps, p50, p95, cpu, peak = (statistics.median(col) for col in zip(*[r[1:8] for r in runs]))
+        codes: dict = {}
+        for r in runs:
+            for k, v in r[8].items():
+                codes[k] = codes.get(k, 0) + v
         print(f"| {label} | {name} | {cli:.2f} s ({cli_cpu:.2f} s) | {raw:.3f} s | {page:.3f} s | {rps:.1f} | {p50:.2f} s "
               f"| {p95:.2f} s | {cpu * 1000:.0f} ms | {peak:.0f} MB | {', '.join(f'{k}: {v}' for k, v in sorted(codes.items()))} |")
 

@@ -27,13 +27,13 @@ def _default_workers() -> int:
 
 @dataclass(frozen=True)
 class Limits:
-    """Every limit of one server. The first five are ``rankdoctor serve`` options."""
+    """Every limit of one server. The first four are ``rankdoctor serve`` options."""
 
     max_upload_bytes: int = 200 << 20  # one request body (--max-upload-mb): 413 above it
     max_inflated_bytes: int = 1 << 30  # what one request's .gz/.zst parts may inflate to (--max-inflated-mb): 413
     request_timeout: float = 60.0  # one diagnosis's time budget (--request-timeout); over it: 503, its worker is killed
     workers: int = _default_workers()  # diagnosis processes (--workers)
-    max_buffered_bytes: int = 0  # bodies being received at once, all requests together: 503 above it (0: twice max_upload_bytes)
+    max_buffered_bytes: int = 0  # bodies of all requests in flight together (on disk): 503 above it (0: twice max_upload_bytes)
     max_pending: int = 0  # diagnoses running or waiting for a worker: 503 above it (0: 16 per worker)
     read_timeout: float = 10.0  # a request's headers, and each piece of its body, must arrive within this (else the connection is closed / 408)
 
@@ -51,14 +51,10 @@ class Limits:
         return self.max_pending or 16 * self.workers
 
 
-def _error(status: int, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"detail": detail}, status_code=status, headers=headers)
-
-
 class _Refused(Exception):
     def __init__(self, status: int, detail: str, headers: dict[str, str] | None = None):
         super().__init__(detail)
-        self.response = _error(status, detail, headers)
+        self.response = JSONResponse({"detail": detail}, status_code=status, headers=headers)
 
 
 class BodyLimit:
@@ -83,7 +79,7 @@ class BodyLimit:
         if self.in_flight + n > self.limits.buffered_bytes:
             raise _Refused(
                 503,
-                f"server busy: {megabytes(self.in_flight)} of uploads are already being received "
+                f"server busy: {megabytes(self.in_flight)} of uploads are already in flight "
                 f"(at most {megabytes(self.limits.buffered_bytes)} at once); retry in a moment",
                 {"Retry-After": "2"},
             )

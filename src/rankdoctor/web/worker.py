@@ -15,11 +15,13 @@ import json
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
-from .. import __version__
 from ..events import ScanResult
 from ..ingest.sources import Source
+
+if TYPE_CHECKING:
+    from ..kb.loader import KnowledgeBase
 
 _GZ = b"\x1f\x8b"
 _ZST = b"\x28\xb5\x2f\xfd"
@@ -169,7 +171,7 @@ def _die_with_parent() -> None:
         pass
 
 
-def init(kb) -> None:  # type: ignore[no-untyped-def]
+def init(kb: "KnowledgeBase") -> None:
     """Run once in each worker process."""
     from jinja2 import PackageLoader
     from markupsafe import Markup
@@ -213,7 +215,7 @@ def diagnose_uploads(uploads: list[Upload], max_inflated: int, report_id: str | 
     doc = json.dumps(result.to_json(), ensure_ascii=False, separators=(",", ":")).encode()
     if report_id is None:
         return Outcome(doc)
-    # what report.html's render_html does, with the templates compiled once
+    # what report/html.py's render_html does, with the templates compiled once
     ctx = {**report_context(result, scan, kb), "doc": diagnosis_json(result)}
     download = _worker["standalone"].render(**_worker["assets"], **ctx)
     page = _worker["page"].render(rid=report_id, **{**ctx, "href": lambda i: f"/kb/entries/{i}.html"})
@@ -221,6 +223,6 @@ def diagnose_uploads(uploads: list[Upload], max_inflated: int, report_id: str | 
 
 
 def warm() -> int:
-    """Nothing: scheduled once per worker at start, so the first real request finds the
-    pool up."""
+    """Nothing: scheduled when the pool is made, so that pebble starts the workers then
+    rather than at the first request."""
     return len(_worker)
