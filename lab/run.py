@@ -650,6 +650,16 @@ def _pg2d_case(fault: str, layout: str, cs: tuple, s: int, tee: bool) -> Case:
                   rf"\[rank{c}\]: RuntimeError: .*({PEER_LOST}|Timed out waiting)"]
             kw["stacks_after"] = rf"rank {_ranks(peers)} finished 8 steps"
             kw["stacks_required"] = False  # the job may end before the dumps
+            if g["pp"]:  # stage 1 also all-reduces the input gradient (float32[8,16]) in its TP group
+                desc = (head + f"At step {s} {who} issues one extra all_reduce in its TP group {grp} of its "
+                        "output (float32[8,4], a debug hook), the same shape as the TP activation all_reduce: "
+                        f"gloo silently pairs it with rank(s) {_words(peers)}'s next step's activation "
+                        "all_reduce, and the shift then pairs rank "
+                        f"{c}'s own activation all_reduce (float32[8,4]) with the peer's input-gradient "
+                        "all_reduce (float32[8,16]): gloo's size check aborts the culprit (SIGABRT).")
+                ev = [r"op\.preamble\.length <= op\.nbytes.*collective mismatch",
+                      rf"failed \(exitcode: -6\) local_rank: {c}"]
+                del kw["stacks_after"], kw["stacks_required"]
         else:
             hint = "extra-collective-subgroup"
             desc = (head + f"At step {s} {who} issues one extra scalar all_reduce in its {gname} group {grp} "
