@@ -10,7 +10,6 @@ hands back finished text: the JSON document and, for a kept report, its two HTML
 from __future__ import annotations
 
 import bisect
-import gzip
 import json
 import signal
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from ..events import ScanResult
-from ..ingest.sources import Source
+from ..ingest.sources import Source, _decompressing
 
 if TYPE_CHECKING:
     from ..kb.loader import KnowledgeBase
@@ -76,8 +75,8 @@ class Inflation:
 class _Inflating:
     """A decompressing stream that counts what it hands out against an ``Inflation``."""
 
-    def __init__(self, stream: BinaryIO, raw: BinaryIO, budget: Inflation):
-        self.stream, self.raw, self.budget = stream, raw, budget
+    def __init__(self, stream: BinaryIO, budget: Inflation):
+        self.stream, self.budget = stream, budget
 
     def _counted(self, data: bytes) -> bytes:
         self.budget.add(len(data))
@@ -98,8 +97,7 @@ class _Inflating:
         return self._counted(read1(n))
 
     def close(self) -> None:
-        self.stream.close()
-        self.raw.close()
+        self.stream.close()  # and the file under it
 
     def __enter__(self) -> "_Inflating":
         return self
@@ -122,14 +120,7 @@ class Upload:
             return Source(self.name, lambda: open(self.path, "rb"), self.size, path=self.path)
 
         def opener() -> BinaryIO:
-            raw = open(self.path, "rb")
-            if head.startswith(_GZ):
-                stream: BinaryIO = gzip.GzipFile(fileobj=raw)  # type: ignore[assignment]
-            else:
-                import zstandard
-
-                stream = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)  # type: ignore[assignment]
-            return _Inflating(stream, raw, budget)  # type: ignore[return-value]
+            return _Inflating(_decompressing(open(self.path, "rb"), head), budget)  # type: ignore[return-value]
 
         return Source(self.name, opener, self.size)
 
