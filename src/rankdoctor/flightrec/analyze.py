@@ -115,7 +115,12 @@ class FRReport:
         return None
 
 
+_MAX_LITERAL = 100_000  # ast.literal_eval holds ~220 bytes per character: longer text stays text
+
+
 def _parse(s: str) -> Any:
+    if len(s) > _MAX_LITERAL:
+        return s
     try:
         return ast.literal_eval(s)
     except (ValueError, SyntaxError):

@@ -1,23 +1,52 @@
-"""Read Flight Recorder dumps (pickle or JSON) without ever executing them.
+"""Read Flight Recorder dumps (pickle or JSON) without ever executing them, at a bounded cost.
 
 A dump is written by ``torch._C._distributed_c10d._dump_fr_trace`` (pickle) or
-``_dump_fr_trace_json`` (JSON), usually one file per rank named ``<prefix><rank>``. Pickles
-are read with an unpickler that builds only plain containers and scalars: a pickle that
-asks for any class or function (the way a crafted pickle runs code) is refused.
+``_dump_fr_trace_json`` (JSON), usually one file per rank named ``<prefix><rank>``. A file
+named like one may be anything, so reading one is bounded (``ingest/dumpfile.py``):
+
+- regular files of at most ``MAX_DUMP_BYTES`` only; a FIFO or a device is never opened;
+- pickles are read by :class:`_PlainUnpickler`: it builds only plain containers and scalars
+  (a pickle that asks for any class or function, the way a crafted pickle runs code, is
+  refused), stops after ``MAX_PICKLE_OPS`` opcodes and keeps its memo in a dict (pickle's C
+  unpickler grows an array to the largest memo index it is given: 19 bytes can ask for 4 GB);
+- JSON of at most ``MAX_JSON_ITEMS`` values;
+- then the whole dump and each entry are measured as if written out with every shared
+  reference as a copy (``repr`` of an op, or the JSON report, pays that), nested at most
+  ``MAX_DEPTH`` levels: a few hundred bytes of pickle can share one list a billion times over.
+
+The bounds are far above what torch writes: its 2,000-entry ring (``TORCH_FR_BUFFER_SIZE``)
+with 40-frame stacks is about 250,000 opcodes and 12 MB written out (frames shared), and its
+JSON dump is about 35 values an entry. Anything over them is "not a usable dump", one line.
 """
 
 from __future__ import annotations
 
 import io
-import json
 import os
 import pickle
+import pickletools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-MAX_DUMP_BYTES = 512 << 20
+from ..ingest.dumpfile import (
+    MAX_DEPTH,
+    MAX_JSON_ITEMS,
+    Meter,
+    NotRegular,
+    Unusable,
+    loads_json,
+    read_head,
+    read_regular,
+)
+
+MAX_DUMP_BYTES = 32 << 20
+MAX_PICKLE_OPS = 2_000_000  # the pure-Python unpickler keeps at most ~75 bytes an opcode
+MAX_DUMP_COST = 64 << 20  # bytes written out, shared references as copies
+MAX_ENTRY_COST = 1 << 20  # one entry: what analyze's repr() of its sizes may produce
+_HEAD = 4096
 _RANK_SUFFIX = re.compile(r"^(?P<prefix>.*?)(?P<rank>\d+)(?:\.(?:json|pkl|pickle))?$")
 
 
@@ -29,14 +58,112 @@ class UnsafePickle(DumpError):
     pass
 
 
-class _PlainUnpickler(pickle.Unpickler):
-    """Builds dicts, lists, tuples, sets, strings, bytes, numbers, booleans and None only."""
+class _PlainUnpickler(pickle._Unpickler):  # type: ignore[name-defined]  # the pure-Python one
+    """Builds dicts (string keys), lists, tuples, strings, bytes, numbers, booleans and None only.
+
+    It is pickle's pure-Python unpickler with its own dispatch table: the
+    opcodes of plain data, each counted; the ones that look up a class or function go to
+    :meth:`find_class`, which refuses; every other opcode is refused. It notes the
+    containers a pickle refers to again (memo gets, DUP) for :class:`Meter`."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(io.BytesIO(data))
+        self.ops = 0
+        self.shared: set[int] = set()
 
     def find_class(self, module: str, name: str) -> Any:  # noqa: D401
         raise UnsafePickle(f"refused: the pickle asks for {module}.{name}; a Flight Recorder dump holds only plain data")
 
     def persistent_load(self, pid: Any) -> Any:
         raise UnsafePickle("refused: the pickle uses persistent ids; a Flight Recorder dump holds only plain data")
+
+
+_PLAIN = {
+    "PROTO", "FRAME", "STOP", "MARK", "POP", "POP_MARK", "DUP", "NONE", "NEWTRUE", "NEWFALSE",
+    "INT", "BININT", "BININT1", "BININT2", "LONG", "LONG1", "LONG4", "FLOAT", "BINFLOAT",
+    "STRING", "BINSTRING", "SHORT_BINSTRING", "BINBYTES", "SHORT_BINBYTES", "BINBYTES8", "BYTEARRAY8",
+    "UNICODE", "SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8",
+    "EMPTY_LIST", "APPEND", "APPENDS", "LIST", "EMPTY_TUPLE", "TUPLE", "TUPLE1", "TUPLE2", "TUPLE3",
+    "EMPTY_DICT", "DICT", "SETITEM", "SETITEMS",
+    "GET", "BINGET", "LONG_BINGET", "PUT", "BINPUT", "LONG_BINPUT", "MEMOIZE",
+    "GLOBAL", "STACK_GLOBAL", "INST",  # these call find_class, which refuses naming the class
+}
+_NOT_IN_DUMPS = {"EMPTY_SET", "ADDITEMS", "FROZENSET", "NEXT_BUFFER", "READONLY_BUFFER"}  # plain, but torch writes none
+_CONTAINERS = (list, dict, tuple)
+
+
+def _counted(load: Callable[[Any], None]) -> Callable[[Any], None]:
+    def op(self: _PlainUnpickler) -> None:
+        self.ops += 1
+        if self.ops > MAX_PICKLE_OPS:
+            raise Unusable(f"more than {MAX_PICKLE_OPS:,} pickle opcodes")
+        load(self)
+
+    return op
+
+
+def _check_keys(keys: Callable[[list[Any]], list[Any]], load: Callable[[Any], None]) -> Callable[[Any], None]:
+    def op(self: _PlainUnpickler) -> None:
+        _string_keys(keys(self.stack))
+        load(self)
+
+    return op
+
+
+def _note_sharing(load: Callable[[Any], None]) -> Callable[[Any], None]:
+    def op(self: _PlainUnpickler) -> None:
+        load(self)
+        if type(self.stack[-1]) in _CONTAINERS:
+            self.shared.add(id(self.stack[-1]))
+
+    return op
+
+
+def _since_mark(stack: list[Any]) -> list[Any]:
+    return stack[0::2]  # after a MARK the stack holds key, value, key, value, ...
+
+
+_GUARDS: dict[str, Callable[[Callable[[Any], None]], Callable[[Any], None]]] = {
+    "SETITEMS": lambda load: _check_keys(_since_mark, load),
+    "DICT": lambda load: _check_keys(_since_mark, load),
+    "SETITEM": lambda load: _check_keys(lambda stack: stack[-2:-1], load),
+    **dict.fromkeys(("GET", "BINGET", "LONG_BINGET", "DUP"), _note_sharing),
+}
+
+
+def _string_keys(keys: list[Any]) -> None:
+    """Dumps key their dicts by strings. Other keys are refused before insertion: integers
+    built to share one hash would make each insertion scan all the others."""
+    if any(type(k) is not str for k in keys):
+        raise Unusable("a dict key that is not a string")
+
+
+def _refused(name: str) -> Callable[[Any], None]:
+    def op(self: _PlainUnpickler) -> None:
+        if name in _NOT_IN_DUMPS:
+            raise Unusable(f"the pickle uses {name}, which no Flight Recorder dump does")
+        raise UnsafePickle(f"refused: the pickle uses {name}; a Flight Recorder dump holds only plain data")
+
+    return op
+
+
+def _invalid(self: _PlainUnpickler) -> None:
+    raise pickle.UnpicklingError("invalid opcode byte")
+
+
+def _dispatch_table() -> dict[int, Callable[[Any], None]]:
+    table: dict[int, Callable[[Any], None]] = dict.fromkeys(range(256), _invalid)
+    for op in pickletools.opcodes:
+        key = op.code.encode("latin-1")[0]
+        if op.name in _PLAIN:
+            load = pickle._Unpickler.dispatch[key]  # type: ignore[attr-defined]
+            table[key] = _counted(_GUARDS[op.name](load) if op.name in _GUARDS else load)
+        else:
+            table[key] = _refused(op.name)
+    return table
+
+
+_PlainUnpickler.dispatch = _dispatch_table()
 
 
 @dataclass
@@ -50,26 +177,47 @@ class Dump:
     backend: str | None = None
 
 
+def _unpickle(data: bytes, path: str) -> tuple[Any, set[int]]:
+    unpickler = _PlainUnpickler(data)
+    try:
+        return unpickler.load(), unpickler.shared
+    except UnsafePickle as exc:
+        raise UnsafePickle(f"{path}: {exc}") from exc
+    except Unusable as exc:
+        raise DumpError(f"{path}: not a usable dump ({exc})") from exc
+    except EOFError as exc:
+        raise DumpError(f"{path}: not a usable dump (not a readable pickle: it ends before its STOP opcode)") from exc
+    except Exception as exc:  # whatever crafted bytes make the unpickler trip on: one line, no traceback
+        detail = str(exc).splitlines()[0][:80] if str(exc) else ""
+        raise DumpError(f"{path}: not a usable dump (not a readable pickle: {type(exc).__name__}{': ' + detail if detail else ''})") from exc
+
+
+def _measure(meter: Meter, obj: Any, limit: int, context: str, remember: bool = False) -> None:
+    try:
+        meter.cost(obj, limit, remember)
+    except Unusable as exc:
+        raise DumpError(f"{context}{exc})") from exc
+
+
 def _decode(data: bytes, path: str) -> dict[str, Any]:
-    head = data.lstrip()[:1]
+    head = data[:_HEAD].lstrip()[:1]
+    shared: set[int] = set()
     if head in (b"{", b"["):
         try:
-            obj = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise DumpError(f"{path}: not a valid JSON dump ({exc.__class__.__name__})") from exc
+            obj = loads_json(data, MAX_JSON_ITEMS)
+        except Unusable as exc:
+            raise DumpError(f"{path}: not a usable dump ({exc})") from exc
     elif data[:1] == b"\x80":
-        try:
-            obj = _PlainUnpickler(io.BytesIO(data)).load()
-        except UnsafePickle as exc:
-            raise UnsafePickle(f"{path}: {exc}") from exc
-        except RecursionError as exc:
-            raise DumpError(f"{path}: pickle is nested too deeply to be a dump") from exc
-        except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError, MemoryError) as exc:
-            raise DumpError(f"{path}: not a readable pickle ({exc.__class__.__name__}: {str(exc)[:80]})") from exc
+        obj, shared = _unpickle(data, path)
     else:
         raise DumpError(f"{path}: not a Flight Recorder dump (neither pickle nor JSON)")
     if not isinstance(obj, dict) or not isinstance(obj.get("entries"), list):
         raise DumpError(f"{path}: not a Flight Recorder dump (no 'entries' list)")
+    meter = Meter(MAX_DEPTH, shared)
+    for i, e in enumerate(obj["entries"]):
+        if isinstance(e, dict):  # each entry first: analyze repr()s its parts
+            _measure(meter, e, MAX_ENTRY_COST, f"{path}: not a usable dump (entry {i}: ", remember=True)
+    _measure(meter, obj, MAX_DUMP_COST, f"{path}: not a usable dump (")
     return obj
 
 
@@ -85,18 +233,17 @@ def rank_from_name(path: str, prefix: str | None = None) -> int | None:
 
 
 def load_dump(path: str, rank: int | None = None, prefix: str | None = None) -> Dump:
-    p = Path(path)
-    try:
-        size = p.stat().st_size
-        if size > MAX_DUMP_BYTES:
-            raise DumpError(f"{path}: {size} bytes is larger than any Flight Recorder dump should be")
-        data = p.read_bytes()
-    except OSError as exc:
-        raise DumpError(f"{path}: cannot read ({exc.strerror or exc})") from exc
-    obj = _decode(data, path)
     r = rank if rank is not None else rank_from_name(path, prefix)
     if r is None:
         raise DumpError(f"{path}: no rank in the file name; name files <prefix><rank> or pass --rank")
+    try:
+        data = read_regular(path, MAX_DUMP_BYTES)
+    except NotRegular as exc:
+        raise DumpError(f"{path}: {exc}") from exc
+    except Unusable as exc:
+        raise DumpError(f"{path}: not a usable dump ({exc})") from exc
+    obj = _decode(data, path)
+    del data  # the bytes are not needed while the entries are looked at
     entries = [e for e in obj["entries"] if isinstance(e, dict)]
     backend = None
     for e in entries:
@@ -115,33 +262,40 @@ def load_dump(path: str, rank: int | None = None, prefix: str | None = None) -> 
     )
 
 
-def looks_like_dump(path: str) -> bool:
+def _looks_like_dump(head: bytes) -> bool:
     """Cheap test used when dumps sit next to logs: a pickle or JSON object with entries."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
-    except OSError:
-        return False
     if head[:1] == b"\x80":
         return b"entries" in head or b"version" in head
     s = head.lstrip()
     return s[:1] == b"{" and b'"entries"' in head or (s[:1] == b"{" and b'"version"' in head and b"pg_config" in head)
 
 
-def find_dumps(paths: list[str]) -> list[str]:
-    out = []
+def find_dumps(paths: list[str]) -> tuple[list[str], list[str]]:
+    """The dump files among ``paths`` (folders searched), and one line for each file that is
+    not a regular file (a FIFO, a device, a dangling link): skipped, never opened."""
+    out: list[str] = []
+    skipped: list[str] = []
+
+    def consider(fp: str) -> None:
+        try:
+            head = read_head(fp, _HEAD)
+        except NotRegular as exc:
+            skipped.append(f"{fp}: {exc}")
+        except Unusable:
+            pass  # unreadable: not taken for a dump
+        else:
+            if _looks_like_dump(head):
+                out.append(fp)
+
     for given in paths:
-        p = Path(given)
-        if p.is_dir():
-            for root, dirs, files in os.walk(p):
+        if os.path.isdir(given):
+            for root, dirs, files in os.walk(given):
                 dirs.sort()
                 for fn in sorted(files):
-                    fp = os.path.join(root, fn)
-                    if looks_like_dump(fp):
-                        out.append(fp)
-        elif p.is_file() and looks_like_dump(str(p)):
-            out.append(str(p))
-    return out
+                    consider(os.path.join(root, fn))
+        else:
+            consider(given)
+    return out, skipped
 
 
 def load_dumps(paths: list[str], prefix: str | None = None, ranks: list[int] | None = None) -> tuple[list[Dump], list[str]]:
@@ -153,7 +307,8 @@ def load_dumps(paths: list[str], prefix: str | None = None, ranks: list[int] | N
         if not p.exists():
             raise DumpError(f"{given}: no such file or directory")
         if p.is_dir():
-            found = find_dumps([given])
+            found, skipped = find_dumps([given])
+            problems.extend(skipped)
             if not found:
                 problems.append(f"{given}: no Flight Recorder dumps in this folder")
             files.extend(found)
@@ -184,8 +339,9 @@ def dumps_near(paths: list[str], extra: list[str] | None = None) -> tuple[list[D
     """Dumps lying among the log inputs (folders are searched), plus those given with --fr.
 
     Returns (dumps, problems, paths of the dump files) so the caller can leave the dump
-    files out of the log scan."""
-    candidates = find_dumps([p for p in paths if p != "-"])
+    files out of the log scan. Files among the logs that are not regular files are left to
+    the log reader, which reports what it skips."""
+    candidates, _ = find_dumps([p for p in paths if p != "-"])
     files = set(candidates)
     dumps: list[Dump] = []
     problems: list[str] = []

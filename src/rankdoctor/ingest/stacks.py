@@ -16,11 +16,11 @@ One dump per rank: the rank comes from the file name (``pyspy_rank3.txt``,
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .dumpfile import Meter, NotRegular, Unusable, loads_json, read_regular
 from .names import attribution_from_name
 
 MAX_BYTES = 8 * 1024 * 1024  # a stack dump of one process is kilobytes; more is not one
@@ -94,9 +94,10 @@ def _parse_pyspy_text(text: str, source: str) -> StackDump:
 
 
 def _parse_pyspy_json(text: str, source: str) -> StackDump | None:
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):  # not JSON, or nested deeper than any dump
+    try:  # bounded like a Flight Recorder dump: items, nesting, size written out
+        data = loads_json(text)
+        Meter().cost(data, 4 * len(text) + 64)  # a tree parsed from text costs less: this checks nesting
+    except Unusable:  # not JSON, or not shaped like any stack dump
         return None
     if not isinstance(data, list) or not all(isinstance(t, dict) and isinstance(t.get("frames"), list) for t in data):
         return None
@@ -186,15 +187,12 @@ def read_stack_dumps(paths: list[Path]) -> tuple[list[StackDump], list[str]]:
     skipped: list[str] = []
     files: list[Path] = []
     for p in paths:
-        files.extend(sorted(q for q in p.rglob("*") if q.is_file()) if p.is_dir() else [p])
+        files.extend(sorted(q for q in p.rglob("*") if not q.is_dir()) if p.is_dir() else [p])
     for f in files:
-        try:
-            if f.stat().st_size > MAX_BYTES:
-                skipped.append(f"{f}: larger than {MAX_BYTES // (1024 * 1024)} MB, not a stack dump")
-                continue
-            text = f.read_bytes().decode("utf-8", "replace")
-        except OSError as exc:
-            skipped.append(f"{f}: {exc.strerror or exc}")
+        try:  # a FIFO or a device is skipped without being opened
+            text = read_regular(str(f), MAX_BYTES).decode("utf-8", "replace")
+        except Unusable as exc:
+            skipped.append(f"{f}: {exc}" if isinstance(exc, NotRegular) else f"{f}: not a stack dump ({exc})")
             continue
         dump = parse_stack_dump(text, str(f))
         if dump is None:
