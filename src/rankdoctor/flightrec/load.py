@@ -41,6 +41,7 @@ from ..ingest.dumpfile import (
     read_head,
     read_regular,
 )
+from ..ingest.sources import walk_files
 
 MAX_DUMP_BYTES = 32 << 20
 MAX_PICKLE_OPS = 2_000_000  # the pure-Python unpickler keeps at most ~75 bytes an opcode
@@ -289,10 +290,11 @@ def find_dumps(paths: list[str]) -> tuple[list[str], list[str]]:
 
     for given in paths:
         if os.path.isdir(given):
-            for root, dirs, files in os.walk(given):
-                dirs.sort()
-                for fn in sorted(files):
-                    consider(os.path.join(root, fn))
+            # the log reader's walk: no recursion (os.walk recurses before Python 3.12), links
+            # to folders not followed
+            for fp, _size, why in walk_files(given):
+                if why is None or not os.path.isdir(fp):
+                    consider(fp)
         else:
             consider(given)
     return out, skipped
