@@ -425,3 +425,19 @@ def test_a_time_without_a_year_is_shown_without_dashes():
     assert _clock(ev) == "12-02 00:08:28"
     ev = Event("e", "s", "symptom", "rank1.log", 3, "x", time="2026-05-01T10:33:12")
     assert _clock(ev) == "2026-05-01 10:33:12"
+
+
+def test_peers_waiting_in_different_collectives_are_not_a_desync_while_one_rank_is_outside_any(kb):
+    # TP x DP: rank 1 holds the GIL in its own code; its TP peers wait in the TP all_reduce and
+    # the rest in the DP one. The stacks single out rank 1, not the TP peers
+    from rankdoctor.diagnose.attribution import attribute
+    from rankdoctor.diagnose.ranktable import build_rank_table
+    from rankdoctor.ingest.sources import expand_inputs
+    from rankdoctor.ingest.stacks import stacks_among
+
+    case = SCENARIOS / "lab-pg2d" / "hang-gil-tp4dp2-r1-s2-notee"
+    scan = scan_text(kb, (case / "console.log").read_bytes())
+    scan.stacks, _ = stacks_among(expand_inputs([str(case / "stacks")]))
+    table = build_rank_table(kb, attribute(kb, scan))
+    assert table.stack_odd == {1}
+    assert table.stack_odd_collective == set()

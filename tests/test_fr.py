@@ -163,3 +163,23 @@ def test_diagnose_with_explicit_fr_folder():
     assert r.returncode in (1, 3) and d["diagnoses"][0]["class"] == "collective-desync"
     r = run_cli("diagnose", str(LAB / "dtype-mismatch" / "console.log"), "--format", "json")
     assert json.loads(r.stdout)["verdict"] == "no-failure-found"  # the logs alone show nothing
+
+
+@pytest.mark.parametrize("case", ["healthy-tp2dp4", "healthy-tp4dp2-notee", "healthy-pp2tp2dp2"])
+def test_exit_dumps_of_a_healthy_job_with_sub_groups_are_consistent(case):
+    # gloo's dumps carry no group membership (pg_config is empty): a TP group's collectives are
+    # compared among the ranks that ran them, not held against the ranks of other groups
+    root = Path(__file__).parent / "scenarios" / "lab-pg2d" / case / "fr"
+    dumps, _ = load_dumps([str(root)])
+    report = analyze(dumps)
+    assert report.verdict == "consistent", [f.detail for f in report.findings]
+
+
+def test_a_hung_rank_in_one_sub_group_lags_only_there():
+    root = Path(__file__).parent / "scenarios" / "lab-pg2d" / "exception-tp2dp4-r5-s3" / "fr"
+    dumps, _ = load_dumps([str(root)])
+    report = analyze(dumps)
+    for f in report.findings:
+        if f.kind == "lagging":
+            # a group's lagging ranks are members of that group, never the whole job
+            assert len(f.culprit_ranks) < 8

@@ -263,9 +263,20 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
     if att.stacks:
         from ..ingest.stacks import group_by_stack, in_collective, outliers
 
-        odd_groups = outliers(group_by_stack(att.stacks, 6))
+        groups = group_by_stack(att.stacks, 6)
+        odd_groups = outliers(groups)
         stack_odd = {r for g in odd_groups for r in g.ranks}
-        stack_odd_collective = {r for g in odd_groups if in_collective(g.where) for r in g.ranks}
+        # ranks inside another collective than most are a desync only when every rank is in
+        # one: while some rank is outside any (busy, stuck in its own code), the others wait
+        # in whichever collective their group reached (a TP group in one, DP in another)
+        if all(in_collective(g.where) for g in groups):
+            stack_odd_collective = {r for g in odd_groups for r in g.ranks}
+        else:
+            stack_odd_collective = set()
+            outside = {r for g in groups if not in_collective(g.where) for r in g.ranks}
+            everyone = {r for g in groups for r in g.ranks}
+            if 2 * len(outside) <= len(everyone):
+                stack_odd = outside
     return RankTable(rows, expected or set(rows), att.world_size, coll, fingerprints, unranked, fr, stack_odd, stack_odd_collective)
 
 

@@ -191,6 +191,31 @@ def _members(dumps: list[Dump]) -> set[int]:
     return ranks
 
 
+def _pg_members(pg: str, dumps: list[Dump]) -> set[int]:
+    """The ranks of one process group as pg_config lists them (NCCL dumps); empty when no
+    dump says (gloo in torch 2.13 leaves pg_config empty). A sub-group's collectives are
+    compared only among its members: the other ranks never issue them."""
+    pg_id, _, name = pg.partition(":")
+    out: set[int] = set()
+    for d in dumps:
+        for key, cfg in d.pg_config.items():
+            if not isinstance(cfg, dict) or str(key) not in (pg_id, name) and cfg.get("name") not in (pg_id, name):
+                continue
+            r = cfg.get("ranks")
+            if isinstance(r, str):
+                r = _parse(r)
+            if isinstance(r, (list, tuple)) and r and all(isinstance(x, int) for x in r):
+                out |= set(r)
+    return out
+
+
+def _status_keys_match(d: Dump, ops: list[Op]) -> bool:
+    """pg_status speaks of the same group ids as the entries (NCCL); gloo's keys are each
+    rank's local group numbers, which are not the ids its entries carry."""
+    ids = {o.pg.split(":", 1)[0] for o in ops}
+    return bool(ids) and ids <= {str(k) for k in d.pg_status}
+
+
 def _minority(values: dict[int, Any]) -> list[int]:
     """The ranks outside a clear majority (none when the camps are equal)."""
     return minority(values)[0]
@@ -285,13 +310,22 @@ def _analyze_pg(pg: str, by_rank: dict[int, list[Op]], dumps: list[Dump], report
                 Finding("extra-collective", pg, seq, per[culprits[0]].name, culprits, detail, {r: op.per_rank() for r, op in sorted(per.items())})
             )
             return
-    # 2. how far each rank got
+    # 2. how far each rank of the group got
     pg_id = pg.split(":", 1)[0]
+    # pg_status keys name groups only where they agree with the entries' group ids (or the
+    # rank recorded nothing at all: a rank that never issued a collective)
+    trusted = {d.rank for d in dumps if not by_rank[d.rank] or _status_keys_match(d, by_rank[d.rank])}
+    members = _pg_members(pg, dumps) or set(ranks_in_pg) | {
+        d.rank for d in dumps if d.rank in trusted and pg_id in {str(k) for k in d.pg_status}}
+    if pg.partition(":")[2] == "default_pg" or pg_id == "0":
+        members |= {d.rank for d in dumps if not by_rank[d.rank]}  # every rank is in the default group
     enq: dict[int, int] = {}
     comp: dict[int, int] = {}
     for d in dumps:
+        if d.rank not in members:
+            continue
         ops = [o for o in by_rank[d.rank] if o.pg == pg and not o.p2p]
-        e, c = _status(d, pg_id)
+        e, c = _status(d, pg_id) if d.rank in trusted else (None, None)
         enq[d.rank] = e if e is not None else max((o.seq for o in ops), default=-1)
         done = [o.seq for o in ops if o.done]
         comp[d.rank] = c if c is not None else max(done, default=-1)
