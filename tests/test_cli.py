@@ -240,3 +240,24 @@ def test_repeat_note_says_rank_or_ranks():
     e = Evidence("x.log", 1, 0, None, "line", "sig", "symptom", repeats=5, repeat_ranks=[1, 2, 3, 7])
     assert e.repeats_note == "(+5 similar on ranks 1-3,7)"
     assert Evidence("x.log", 1, 0, None, "line", "sig", "symptom").repeats_note == ""
+
+
+def test_config_file_sets_defaults_and_the_command_line_wins(tmp_path):
+    log = SCENARIOS / "real-holdout17" / "nora-8-save-state-main-only" / "log.txt"
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "train"\n\n[tool.rankdoctor]\nformat = "json"\nquiet = true\n')
+    sub = tmp_path / "jobs" / "run1"
+    sub.mkdir(parents=True)
+    out = run_cli("diagnose", str(log), cwd=sub)  # found from a sub-folder, as git finds its config
+    assert json.loads(out.stdout)["schema"] == "rankdoctor.diagnosis/v1"
+    out = run_cli("diagnose", "-f", "markdown", str(log), cwd=sub)
+    assert not out.stdout.lstrip().startswith(b"{")
+    # rankdoctor.toml takes its keys at the top level; a misspelt key is one line and exit 2
+    (sub / "rankdoctor.toml").write_text('formt = "json"\n')
+    out = run_cli("diagnose", str(log), cwd=sub)
+    assert out.returncode == 2
+    assert out.stderr.decode().strip().count("\n") == 0 and "unknown key(s) formt" in out.stderr.decode()
+
+
+def test_shell_completion_is_offered():
+    out = run_cli("--show-completion", "bash")
+    assert out.returncode == 0 and b"_rankdoctor_completion" in out.stdout

@@ -48,7 +48,6 @@ app = typer.Typer(
     name="rankdoctor",
     help="Find the rank that started a distributed-training failure, and say why.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
 )
 kb_app = typer.Typer(help="Browse the failure encyclopedia.", no_args_is_help=True)
@@ -463,8 +462,15 @@ def site(out_dir: Path = typer.Argument(..., help="Folder to write the static en
 
 
 def main() -> None:
+    from .config import ConfigError, default_map
+
     try:
-        app()
+        defaults = default_map()
+    except ConfigError as exc:
+        typer.echo(f"rankdoctor: error: {exc}", err=True)
+        sys.exit(2)
+    try:
+        app(default_map=defaults)
     except KeyboardInterrupt:
         sys.exit(130)
     except SystemExit:
