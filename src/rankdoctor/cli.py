@@ -470,7 +470,7 @@ def main() -> None:
         typer.echo(f"rankdoctor: error: {exc}", err=True)
         sys.exit(2)
     try:
-        app(default_map=defaults)
+        app(prog_name="rankdoctor", default_map=defaults)
     except KeyboardInterrupt:
         sys.exit(130)
     except SystemExit:
