@@ -15,8 +15,8 @@ named like one may be anything, so reading one is bounded (``ingest/dumpfile.py`
   ``MAX_DEPTH`` levels: a few hundred bytes of pickle can share one list a billion times over.
 
 The bounds are far above what torch writes: its 2,000-entry ring (``TORCH_FR_BUFFER_SIZE``)
-with 40-frame stacks is about 250,000 opcodes and 12 MB written out (frames shared), and its
-JSON dump is about 35 values an entry. Anything over them is "not a usable dump", one line.
+with 40-frame stacks is about 210,000 opcodes and 9 MB written out (frames shared), and its
+JSON dump is about 30 values an entry. Anything over them is "not a usable dump", one line.
 """
 
 from __future__ import annotations
