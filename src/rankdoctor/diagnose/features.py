@@ -22,7 +22,7 @@ from .attribution import ACTIVITY, FATAL, TRACE
 from .hypotheses import MISMATCH_CLASSES, Hypothesis, Kind, desync_strength, main_process_busy, named_by_peers
 from .ranktable import (
     FR_HANG, FR_MISMATCH, NUMERIC_CLASS, End, RankRow, RankTable, about_peer, fingerprint_minority, fingerprints_ahead,
-    first_collective_hang, order, reports_lost_peer, same_clock,
+    first_collective_hang, order, reports_lost_peer, same_block, same_clock,
 )
 
 # name -> what it means (the order is the order of the weight vector)
@@ -284,7 +284,7 @@ def _claim(h: Hypothesis, cx: Context, causes: list[Event], evs: list[Event]) ->
     desync_lines = [e for e in causes if e.entry in desync_entries]
     f["claim_reporter_only"] = float(
         h.entry.id in desync_entries
-        and all(r in cx.failed and _same_block(cx.failed[r], desync_lines) for r in ranks)
+        and all(r in cx.failed and same_block(cx.failed[r], desync_lines) for r in ranks)
         and not f.get("claim_minority") and not f.get("claim_named")
     )
     f["claim_fr_mismatch"] = float(all(rw.fr_kinds & FR_MISMATCH for rw in rows))
@@ -318,12 +318,6 @@ def _cover(claimed: set[int], group: set[int]) -> float:
     """How well the claimed ranks match a group a finding singles out (1: exactly those
     ranks; half of them, or twice as many: 0.5; none of them: 0)."""
     return len(claimed & group) / len(claimed | group) if group else 0.0
-
-
-def _same_block(first: Event, lines: list[Event]) -> bool:
-    """The rank's first failure is one of ``lines``, or the abort / traceback block they
-    are in ("terminate called ..." just above its "what(): ..." line)."""
-    return any(e.rank == first.rank and e.source == first.source and abs(e.line - first.line) <= 3 for e in lines)
 
 
 def _weight(kb: KnowledgeBase, ev: Event) -> float:

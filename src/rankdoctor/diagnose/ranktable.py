@@ -330,9 +330,13 @@ def _witness_only(kb: KnowledgeBase, rw: RankRow) -> bool:
     ``reports_peer``: gloo's size check) or the abort block around that report: the rank
     died of its peer's message, which does not tell which of the two strayed."""
     reports = [f for f in rw.failures if about_peer(kb, f)]
-    return bool(reports) and all(
-        any(f.source == r.source and abs(f.line - r.line) <= 3 for r in reports) for f in rw.failures
-    )
+    return bool(reports) and all(same_block(f, reports) for f in rw.failures)
+
+
+def same_block(first: Event, lines: list[Event]) -> bool:
+    """The line is one of ``lines`` of its rank, or in the abort / traceback block they are
+    in ("terminate called ..." just above its "what(): ..." line)."""
+    return any(e.rank == first.rank and e.source == first.source and abs(e.line - first.line) <= 3 for e in lines)
 
 
 def _end_of(rw: RankRow, sigterm_pids: set[int], witness: bool = False) -> End:

@@ -176,17 +176,23 @@ def ops_of(d: Dump) -> list[Op]:
     return out
 
 
+def _cfg_ranks(cfg: Any) -> list[int] | None:
+    """The ranks one pg_config entry lists (a list, or its repr as NCCL writes it)."""
+    if not isinstance(cfg, dict):
+        return None
+    r = cfg.get("ranks")
+    if isinstance(r, str):
+        r = _parse(r)
+    return list(r) if isinstance(r, (list, tuple)) and all(isinstance(x, int) for x in r) else None
+
+
 def _members(dumps: list[Dump]) -> set[int]:
     """Ranks of the job: pg_config when it lists them, else the ranks that dumped."""
     ranks: set[int] = {d.rank for d in dumps}
     for d in dumps:
         for cfg in d.pg_config.values():
-            if not isinstance(cfg, dict):
-                continue
-            r = cfg.get("ranks")
-            if isinstance(r, str):
-                r = _parse(r)
-            if isinstance(r, (list, tuple)) and all(isinstance(x, int) for x in r) and (cfg.get("desc") in ("default_pg", "", None)):
+            r = _cfg_ranks(cfg)
+            if r is not None and cfg.get("desc") in ("default_pg", "", None):
                 ranks |= set(r)
     return ranks
 
@@ -199,12 +205,8 @@ def _pg_members(pg: str, dumps: list[Dump]) -> set[int]:
     out: set[int] = set()
     for d in dumps:
         for key, cfg in d.pg_config.items():
-            if not isinstance(cfg, dict) or str(key) not in (pg_id, name) and cfg.get("name") not in (pg_id, name):
-                continue
-            r = cfg.get("ranks")
-            if isinstance(r, str):
-                r = _parse(r)
-            if isinstance(r, (list, tuple)) and r and all(isinstance(x, int) for x in r):
+            r = _cfg_ranks(cfg)
+            if r and (str(key) in (pg_id, name) or cfg.get("name") in (pg_id, name)):
                 out |= set(r)
     return out
 
