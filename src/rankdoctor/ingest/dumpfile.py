@@ -23,6 +23,8 @@ import os
 import stat
 from typing import Any
 
+from .sources import file_kind
+
 
 MAX_JSON_ITEMS = 1_000_000  # json keeps at most ~200 bytes a value: ~200 MB
 MAX_DEPTH = 32  # dumps nest 6 or 7 levels (dump, entries, entry, frames, frame, value)
@@ -36,15 +38,10 @@ class NotRegular(Unusable):
     """A FIFO, a device, a socket, a folder: skipped, never opened."""
 
 
-_KINDS = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-          (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"))
-
-
 def _not_regular(mode: int) -> str | None:
     if stat.S_ISREG(mode):
         return None
-    kind = next((name for test, name in _KINDS if test(mode)), "something else")
-    return f"not a regular file ({kind}); skipped without opening it"
+    return f"not a regular file ({file_kind(mode)}); skipped without opening it"
 
 
 def _stat_problem(path: str) -> str | None:

@@ -90,8 +90,9 @@ def looks_binary(sample: bytes) -> bool:
 # -- regular files only --------------------------------------------------------------------
 
 
-def _what(mode: int) -> str:
-    """What a path that is not a regular file is, in the words of the skip message."""
+def file_kind(mode: int) -> str:
+    """What a path that is not a regular file is, in the words of the skip messages (logs
+    here, dumps in ``dumpfile.py``)."""
     if stat.S_ISFIFO(mode):
         return "a named pipe"
     if stat.S_ISCHR(mode):
@@ -102,7 +103,7 @@ def _what(mode: int) -> str:
         return "a socket"
     if stat.S_ISDIR(mode):
         return "a folder"
-    return "not a regular file"
+    return "something else"
 
 
 def _regular_fd(path: Path | str) -> int:
@@ -113,7 +114,7 @@ def _regular_fd(path: Path | str) -> int:
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise OSError(f"not a regular file ({_what(mode)})")
+        raise OSError(f"not a regular file ({file_kind(mode)})")
     return fd
 
 
@@ -532,7 +533,7 @@ def walk_files(top: str) -> Iterator[tuple[str, int, str | None]]:
             elif stat.S_ISDIR(st.st_mode):
                 yield path, 0, "a link to a folder, not followed"
             else:
-                yield path, 0, _what(st.st_mode)
+                yield path, 0, file_kind(st.st_mode)
         stack.extend(reversed(subdirs))
 
 
@@ -583,7 +584,7 @@ def expand_inputs(paths: list[str], stdin: BinaryIO | None = None) -> list[Sourc
             sources.extend(_file_sources(str(path), name, st.st_size))
         else:
             hint = "; to read a stream, pipe it: ... | rankdoctor diagnose -" if stat.S_ISFIFO(st.st_mode) else ""
-            raise InputError(f"{name}: not a regular file ({_what(st.st_mode)}){hint}")
+            raise InputError(f"{name}: not a regular file ({file_kind(st.st_mode)}){hint}")
     return sources
 
 
