@@ -6,10 +6,13 @@ import gzip
 import hashlib
 import json
 import os
+import re
+import subprocess
+import sys
 
 import pytest
 
-from .conftest import SCENARIOS, run_cli
+from .conftest import ROOT, SCENARIOS, run_cli
 
 OOM_CASE = SCENARIOS / "real" / "comms-11-peer-crash-funasr-rank2-oom" / "log.txt"
 DESYNC_CASE = SCENARIOS / "real" / "comms2-10-desync-fsdp-t5-rank0-reduce-vs-allgather" / "log.txt"
@@ -261,3 +264,50 @@ def test_config_file_sets_defaults_and_the_command_line_wins(tmp_path):
 def test_shell_completion_is_offered():
     out = run_cli("--show-completion", "bash")
     assert out.returncode == 0 and b"_rankdoctor_completion" in out.stdout
+
+
+def run_on_terminal(*args: str, columns: int = 120) -> tuple[int, str]:
+    """Run the CLI with stdout on a pseudo-terminal (as a user at a shell sees it)."""
+    import pty
+
+    main, sub = pty.openpty()
+    env = {**os.environ, "COLUMNS": str(columns), "TERM": "xterm", "NO_COLOR": "1"}
+    p = subprocess.Popen([sys.executable, "-m", "rankdoctor.cli", *args], stdout=sub, stderr=subprocess.PIPE, cwd=ROOT, env=env)
+    os.close(sub)
+    chunks = []
+    while True:
+        try:
+            data = os.read(main, 65536)
+        except OSError:  # EIO: the child closed its end
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(main)
+    rc = p.wait(timeout=120)
+    text = b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
+    return rc, re.sub(r"\x1b\[[0-9;]*m", "", text)  # styles (bold, dim) are not width
+
+
+def test_kb_search_lists_titles_piped_and_on_a_terminal():
+    r = run_cli("kb", "search", "NCCL communicator was aborted")
+    lines = r.stdout.decode().splitlines()
+    assert r.returncode == 0 and lines
+    first = lines[0].split("\t")
+    assert len(first) == 4 and first[0] == "nccl-communicator-aborted" and "aborted" in first[2].lower()
+    rc, out = run_on_terminal("kb", "search", "NCCL communicator was aborted")
+    assert rc == 0 and "why it matched" in out and "nccl-communicator-aborted" in out
+    assert "\t" not in out
+
+
+def test_terminal_output_is_a_table_and_pipes_get_whole_lines():
+    rc, out = run_on_terminal("kb", "list", "--class", "collective-desync")
+    assert rc == 0 and "severity" in out and out.rstrip().endswith("entries")
+    case = SCENARIOS / "lab" / "compile-desync"
+    rc, out = run_on_terminal("diagnose", str(case), columns=80)
+    assert rc in (0, 1, 3) and "collective-desync" in out
+    assert max(len(ln) for ln in out.splitlines()) <= 80  # a terminal gets lines that fit it
+    piped = run_cli("diagnose", str(case)).stdout.decode()
+    assert "collective-desync" in piped
+    # piped output is not cut to 80 columns: a long evidence path stays whole on its line
+    assert any(len(ln) > 80 for ln in piped.splitlines())

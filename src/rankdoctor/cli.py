@@ -309,8 +309,23 @@ def kb_search(text: str = typer.Argument(..., help="Words, or a pasted log line.
     if not hits:
         typer.echo("no matching entries")
         raise typer.Exit(1)
-    for score, e, why in hits[:15]:
-        typer.echo(f"{e.id:48s} {e.class_:24s} {why}")
+    hits = hits[:15]
+    if not sys.stdout.isatty():
+        # piped: whole ids and titles, one entry a line, tab-separated (as `kb list`)
+        for _score, e, why in hits:
+            typer.echo(f"{e.id}\t{e.class_}\t{e.title}\t{why}")
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(show_header=True, header_style="bold")
+    t.add_column("id", no_wrap=True)
+    t.add_column("class")
+    t.add_column("title")
+    t.add_column("why it matched")
+    for _score, e, why in hits:
+        t.add_row(e.id, e.class_, e.title, why)
+    Console().print(t)
 
 
 @app.command("fr")
