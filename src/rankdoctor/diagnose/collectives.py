@@ -129,7 +129,8 @@ def analyse(events: list[Event], expected_ranks: set[int] | None, present: set[i
                 "absent",
                 absent,
                 reporting,
-                f"{ranks_phrase(reporting)} time out waiting {what}; {ranks_phrase(absent)} never report it",
+                f"{ranks_phrase(reporting)} {'times' if len(set(reporting)) == 1 else 'time'} out waiting {what}; "
+                f"{ranks_phrase(absent)} never {'reports' if len(set(absent)) == 1 else 'report'} it",
                 0.7,
                 barrier_like,
                 reports,
