@@ -311,3 +311,10 @@ def test_terminal_output_is_a_table_and_pipes_get_whole_lines():
     assert "collective-desync" in piped
     # piped output is not cut to 80 columns: a long evidence path stays whole on its line
     assert any(len(ln) > 80 for ln in piped.splitlines())
+
+
+def test_top_level_help_gives_each_command_one_line():
+    out = run_cli("--help").stdout.decode()
+    box = out.split("Commands", 1)[1].split("╰", 1)[0]
+    rows = [ln.strip("│ ").split()[0] for ln in box.splitlines() if ln.startswith("│")]
+    assert rows == ["diagnose", "fr", "stacks", "serve", "schema", "site", "kb"]  # no summary runs over a line

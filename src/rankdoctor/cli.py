@@ -335,8 +335,10 @@ def flight_recorder(
     prefix: Optional[str] = typer.Option(None, "--prefix", help="File-name prefix before the rank number (default: inferred)."),
     rank: Optional[list[int]] = typer.Option(None, "--rank", metavar="RANK", help="Rank of each dump file, in the order given (overrides file names)."),
 ) -> None:
-    """Compare the collectives every rank scheduled and name the rank and call site where
-    they parted. Exit status: 0 consistent, 1 findings, 3 inconclusive, 2 input error."""
+    """Find where the ranks' collectives parted in Flight Recorder dumps.
+
+    Exit status: 0 consistent, 1 findings, 3 inconclusive, 2 input error.
+    """
     _text_or_json(fmt, "fr")
     from .api import fr_dumps
     from .flightrec.analyze import analyze
@@ -366,9 +368,11 @@ def stacks(
     fmt: Format = typer.Option(Format.text, "--format", "-f", help="text or json."),
     depth: int = typer.Option(3, "--depth", min=1, max=20, help="Innermost frames that must agree for two ranks to be in one group."),
 ) -> None:
-    """Group the ranks of a hung job by where their main thread is, like STAT: the ranks
-    that are somewhere else than the rest are the ones to look at. Exit status: 0 all in one
-    place, 1 odd ranks found, 3 no clear majority, 2 input error."""
+    """Group a hung job's ranks by stack; the odd ones out are suspects.
+
+    Like STAT: the ranks that are somewhere else than the rest are the ones to look at.
+    Exit status: 0 all in one place, 1 odd ranks found, 3 no clear majority, 2 input error.
+    """
     _text_or_json(fmt, "stacks")
     from dataclasses import asdict
 
@@ -420,8 +424,10 @@ def serve(
     request_timeout: float = typer.Option(60.0, "--request-timeout", help="Seconds one diagnosis may take; past it the request gets 503 and its worker is killed."),
     workers: int = typer.Option(0, "--workers", help="Diagnosis worker processes (0: one per core, at most 4)."),
 ) -> None:
-    """Run the local web app: paste or drop logs, see the diagnosis and the per-rank
-    timeline, browse the encyclopedia. Nothing is fetched from the internet."""
+    """Run the local web app: paste logs, get the diagnosis.
+
+    The page shows the per-rank timeline of a diagnosis. Nothing is fetched from the internet.
+    """
     import socket
 
     from .web.limits import Limits
@@ -450,9 +456,11 @@ def serve(
 def schema(
     name: str = typer.Argument(..., help="diagnosis, fr or stacks."),
 ) -> None:
-    """Print the JSON Schema of a document rankdoctor writes: diagnosis
-    (rankdoctor.diagnosis/v1, `diagnose --format json`), fr (rankdoctor.fr/v1) or stacks
-    (rankdoctor.stacks/v1)."""
+    """Print the JSON Schema of a document rankdoctor writes.
+
+    diagnosis (rankdoctor.diagnosis/v1, `diagnose --format json`), fr (rankdoctor.fr/v1) or
+    stacks (rankdoctor.stacks/v1).
+    """
     import json
 
     from .schemas import DOCUMENTS, json_schema
@@ -464,8 +472,11 @@ def schema(
 
 @app.command()
 def site(out_dir: Path = typer.Argument(..., help="Folder to write the static encyclopedia into.")) -> None:
-    """Build the static encyclopedia: index by class and system, a page per entry, the NCCL
-    error hub, and a search that works offline."""
+    """Build the static encyclopedia (entries, NCCL error hub, search).
+
+    Index by class and system, a page per entry, the NCCL error hub, and a search that works
+    offline.
+    """
     kb = _load_kb(None)
     from .site.build import SiteError, build_site
 
