@@ -122,15 +122,66 @@ def test_unexampled_signature_rejected(tmp_path, kb):
         load_kb(_write_entry(tmp_path, "nccl-peer-connection-closed", data))
 
 
-def test_examples_pointing_at_our_files_are_verbatim(kb):
-    """An example whose source names a captured file in this repo must appear in it."""
+@pytest.mark.parametrize(
+    "source",
+    [
+        "../shared/corpus/real/comms-11-peer-crash-funasr-rank2-oom/log.txt",
+        "tests/scenarios/lab/straggler-rank0/console.log (torch 2.13, gloo)",
+        "/work/main/tests/scenarios/real/comms-11-peer-crash-funasr-rank2-oom/log.txt",
+        "shared/corpus/real/comms-11-peer-crash-funasr-rank2-oom/log.txt",
+        "real log in a yolov5 issue, collected in tests/scenarios/real-extra",
+    ],
+)
+def test_example_source_naming_a_local_path_is_refused(tmp_path, kb, source):
+    data = _minimal(kb)
+    data["examples"]["no_match"][0]["source"] = source
+    with pytest.raises(KBError) as err:
+        load_kb(_write_entry(tmp_path, "nccl-peer-connection-closed", data))
+    (line,) = [x for x in str(err.value).splitlines() if "local path" in x]
+    assert "nccl-peer-connection-closed" in line
+
+
+def test_public_example_sources_are_accepted(tmp_path, kb):
+    data = _minimal(kb)
+    data["examples"]["match"][0]["source"] = "rankdoctor lab run, torch 2.13 CPU/gloo (fault: nan-loss)"
+    data["examples"]["no_match"][0]["source"] = (
+        "real log in NVIDIA/nccl-tests#14 (https://github.com/NVIDIA/nccl-tests/issues/14), nccl-tests in docker"
+    )
+    assert len(load_kb(_write_entry(tmp_path, "nccl-peer-connection-closed", data))) == 1
+
+
+_THREAD = re.compile(r"^[\w.-]+/[\w.-]+#\d+ \((https://github\.com/[\w.-]+/[\w.-]+/(?:issues|pull)/\d+)\)")
+_LAB_RUN = re.compile(r"^rankdoctor lab run, .*?\(fault: ([\w-]+)")
+
+
+def _captured_logs() -> dict[str, list[Path]]:
+    """Thread URL -> the copies of its log under tests/scenarios (from each case.yaml's source)."""
+    logs: dict[str, list[Path]] = {}
+    for case in (ROOT / "tests/scenarios").glob("*/*/case.yaml"):
+        source = str((yaml.safe_load(case.read_text(encoding="utf-8")) or {}).get("source", ""))
+        for url in re.findall(r"https://github\.com/[\w.-]+/[\w.-]+/(?:issues|pull)/\d+", source):
+            logs.setdefault(url, []).append(case.parent / "log.txt")
+    return logs
+
+
+def test_examples_from_captured_logs_are_verbatim(kb):
+    """An example cited as a lab run (``rankdoctor lab run, ... (fault: <case>``) must be in
+    that run's console.log; one cited as a thread (``owner/repo#N (url)`` first) whose log the
+    repository holds a copy of must be in that copy."""
+    logs = _captured_logs()
+    checked = 0
     for e in kb:
         for ex in [*e.examples.match, *e.examples.no_match]:
-            m = re.search(r"(tests/scenarios/\S+?\.(?:log|txt))", ex.source)
-            if m:
-                path = ROOT / m.group(1)
-                assert path.is_file(), (e.id, m.group(1))
-                assert ex.text in path.read_text(errors="replace"), (e.id, ex.text[:80])
+            if m := _LAB_RUN.match(ex.source):
+                files = [ROOT / "tests/scenarios/lab" / m.group(1) / "console.log"]
+                assert files[0].is_file(), (e.id, ex.source)
+            elif (m := _THREAD.match(ex.source)) and m.group(1) in logs:
+                files = logs[m.group(1)]
+            else:
+                continue
+            assert any(ex.text in f.read_text(errors="replace") for f in files), (e.id, ex.source[:80], ex.text[:80])
+            checked += 1
+    assert checked > 100  # the lab runs and the threads of the scenario corpus
 
 
 def test_search_by_a_partial_line_uses_rare_words(kb):

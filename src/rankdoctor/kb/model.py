@@ -137,7 +137,7 @@ class CodeExample(_Strict):
 
 class Example(_Strict):
     text: str = Field(min_length=1)
-    source: str = Field(min_length=1, description="where the line comes from: corpus path or upstream URL")
+    source: str = Field(min_length=1, description="where the line comes from: the public thread (owner/repo#N (url)), upstream code, or lab run; never a local path")
 
     @field_validator("text")
     @classmethod

@@ -100,6 +100,25 @@ def one_fallback_each(kb: "KnowledgeBase") -> Iterator[str]:
                 yield f"{_where(kb, e.id)}: fallback_for {f.value} but `explains` does not list it"
 
 
+# Where an example line was captured in this checkout (the shared corpus, the scenario
+# folders, an absolute path): nothing a reader of the installed tool or the site can open.
+_LOCAL_SOURCE = re.compile(r"^(?:\.\./|tests/|/|shared/corpus)|scenarios/")
+
+
+def example_sources_are_public(kb: "KnowledgeBase") -> Iterator[str]:
+    """An example's source is the public thread, upstream code or lab run it comes from,
+    never a path in this checkout: the encyclopedia pages show it to people who have none."""
+    for e in kb:
+        for kind, examples in (("match", e.examples.match), ("no_match", e.examples.no_match)):
+            for x in examples:
+                source = " ".join(x.source.split())
+                if _LOCAL_SOURCE.search(source):
+                    yield (
+                        f"{_where(kb, e.id)}: {kind} example source names a local path ({source[:80]}); "
+                        "cite the public thread, upstream code or lab run instead"
+                    )
+
+
 VALIDATORS: tuple[Validator, ...] = (
     class_is_in_taxonomy,
     related_ids_exist,
@@ -109,6 +128,7 @@ VALIDATORS: tuple[Validator, ...] = (
     every_signature_has_an_example,
     entry_explains_or_causes,
     one_fallback_each,
+    example_sources_are_public,
 )
 
 
