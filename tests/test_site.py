@@ -7,7 +7,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from rankdoctor.site.build import build_site, js_regex
+from rankdoctor.site.build import _links, build_site, js_regex
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +65,23 @@ def test_entry_page_shows_log_lines_commands_and_references(kb, site):
     assert "torch.compile(model, dynamic=False)" in html
     for r in e.references:
         assert r.url in html
+
+
+def test_example_sources_link_their_threads(kb, site):
+    e = kb.get("cuda-out-of-memory")
+    html = (site / "entries" / f"{e.id}.html").read_text()
+    urls = {u for x in e.examples.match for u in re.findall(r"https://\S+?(?=\)|\s|$)", x.source)}
+    assert urls
+    for url in urls:
+        assert f'<a href="{url}" rel="noreferrer">{url}</a>' in html
+
+
+def test_source_links_are_escaped_and_http_only():
+    html = str(_links('<b>x</b> javascript:alert(1) https://example.org/a?b=1&c="2" (https://github.com/o/r/issues/3).'))
+    assert "<b>" not in html and "&lt;b&gt;" in html
+    assert 'href="javascript' not in html
+    assert '<a href="https://example.org/a?b=1&amp;c=" rel="noreferrer">' in html  # the quote ends the URL
+    assert '(<a href="https://github.com/o/r/issues/3" rel="noreferrer">https://github.com/o/r/issues/3</a>).' in html
 
 
 def test_search_index_regexes_compile_in_js_syntax(kb):

@@ -37,6 +37,7 @@ def _env() -> Environment:
     )
     env.filters["squash"] = lambda s: " ".join(str(s).split())
     env.filters["ticks"] = _ticks
+    env.filters["links"] = _links
     return env
 
 
@@ -44,6 +45,26 @@ def _ticks(text: str) -> Markup:
     """Escape prose, then show `backticked` spans as inline code."""
     safe = str(escape(" ".join(str(text).split())))
     return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", safe))
+
+
+# An http(s) URL inside a line of prose; quotes, brackets and backticks end it, so the
+# link stays inside its attribute and a parenthesised URL loses its closing bracket.
+_URL = re.compile(r"https?://[^\s<>\"'()\[\]{}`]+")
+
+
+def _links(text: str) -> Markup:
+    """Escape a line (an example's source) and make each http(s) URL in it a link; no
+    other scheme is ever a link."""
+    text = " ".join(str(text).split())
+    parts: list[Markup] = []
+    last = 0
+    for m in _URL.finditer(text):
+        url = m.group(0).rstrip(".,;:")
+        parts.append(escape(text[last : m.start()]))
+        parts.append(Markup('<a href="{0}" rel="noreferrer">{0}</a>').format(url))
+        last = m.start() + len(url)
+    parts.append(escape(text[last:]))
+    return Markup("").join(parts)
 
 
 def js_regex(rx: str) -> str:
