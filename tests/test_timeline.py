@@ -107,14 +107,63 @@ def test_silent_straggler_is_the_initiating_lane(kb):
     assert {tl.lanes[link.lane].ranks[0] for link in tl.links} == {1, 2, 3}
 
 
-def test_clock_formats_that_disagree_fall_back_to_file_position(kb):
-    # glog lines carry no year, ISO lines do: their "span" would be months
+def test_glog_times_take_the_year_of_the_dated_lines(kb):
+    # glog lines carry no year, ISO lines do: both are one clock once glog's get the year
     text = (
         "I0501 10:00:00.000000 1 train.py:1] " + OOM.format(r=1) + "\n"
         + "2026-05-01 10:10:00,000 " + WATCHDOG.format(r=0) + "\n"
     )
     _, tl = _timeline(kb, text)
-    assert tl.axis == "position"
+    assert tl.axis == "time" and tl.span_s == 600
+    assert tl.start == "2026-05-01T10:00:00.000"
+    xs = {lane.ranks[0]: lane.marks[0].x for lane in tl.lanes}
+    assert xs == {0: 1.0, 1: 0.0}
+
+
+def test_clocks_days_apart_fall_back_to_file_position(kb):
+    text = "2019-03-02 08:00:00,000 " + OOM.format(r=1) + "\n" + "2026-05-01 10:10:00,000 " + WATCHDOG.format(r=0) + "\n"
+    _, tl = _timeline(kb, text)
+    assert tl.axis == "position" and tl.untimed_lanes == 0
+
+
+def test_a_torchrun_console_is_placed_by_time(kb):
+    # a real lab run: each rank's glog lines (no year) and the script's dated lines are
+    # interleaved in one console; the four ranks' graph breaks came within 0.16 s of each
+    # other at the start (lines 9 to 178 of 329), the failure two seconds later
+    log = SCENARIOS / "lab" / "compile-desync" / "console.log"
+    scan = scan_text(kb, log.read_bytes(), name="console.log")
+    tl = build_timeline(diagnose(kb, scan), scan)
+    assert tl.axis == "time" and 2 < tl.span_s < 3
+    assert tl.start == "2026-11-30T05:08:07.165" and tl.untimed_lanes == 0
+    marks = [m for lane in tl.lanes for m in lane.marks]
+    breaks = [m.x for m in marks if "graph" in m.first.text.lower()]
+    assert len(breaks) == 4 and max(breaks) < 0.1  # by position they spread over half the axis
+    failures = [m.x for m in marks if m.role in ("cause", "symptom")]
+    assert failures and min(failures) > 0.8
+
+
+def test_only_a_rank_without_times_falls_back_to_position(kb, tmp_path):
+    from rankdoctor.ingest.sources import expand_inputs
+    from rankdoctor.scan import scan_sources
+
+    for r in range(4):
+        noise = [f"[rank{r}]: step {i} loss 2.{i:03d}" for i in range(50)]
+        if r == 3:  # this rank's file prints no time
+            body = noise + [OOM.format(r=r)]
+        else:
+            body = [f"2026-05-01 10:00:{i % 60:02d},000 " + n for i, n in enumerate(noise[:10])] + [
+                f"2026-05-01 10:10:0{r},000 " + WATCHDOG.format(r=r)
+            ]
+        (tmp_path / f"rank_{r}.log").write_text("\n".join(body) + "\n")
+    scan = scan_sources(kb, expand_inputs([str(tmp_path)]))
+    result = diagnose(kb, scan)
+    tl = build_timeline(result, scan)
+    assert result.diagnoses[0].initiating_rank == 3
+    assert tl.axis == "time" and tl.untimed_lanes == 1
+    by_rank = {lane.ranks[0]: lane for lane in tl.lanes}
+    assert by_rank[3].by_position and not any(by_rank[r].by_position for r in (0, 1, 2))
+    assert by_rank[3].marks[-1].x == 1.0  # the OOM is its file's last line
+    assert by_rank[0].marks[-1].x < by_rank[1].marks[-1].x < by_rank[2].marks[-1].x == 1.0
 
 
 def test_no_failure_gives_empty_lanes(kb):

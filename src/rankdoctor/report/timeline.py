@@ -1,9 +1,13 @@
 """The per-rank timeline of a diagnosis, as plain data for the HTML views.
 
-One lane per rank, events placed along one axis: wall-clock time when every event has
-a timestamp (a line without one takes the time of the last timestamped line above it
-in the same file), otherwise the position of the line in its file. The initiating event
-is marked, and each collateral rank's first failure line is linked to it.
+One lane per rank, events placed along one axis: wall-clock time when lines have
+timestamps. A line without one takes the time of the last timestamped line above it in
+the same file (or, above the file's first timestamp, that first one); glog's times, which
+carry no year, take the year of the dated lines beside them. Only the lines still without
+a time (a rank whose files print none) are placed by their position in their file, and
+are marked so. When no line has a time, or the clocks disagree by days, the whole axis
+is the position in each file. The initiating event is marked, and each collateral rank's
+first failure line is linked to it.
 
 With many ranks, lanes whose ranks logged the same thing (same signatures, same text
 once numbers are masked) are merged: "ranks 0-511,513-1023 (1023 ranks)".
@@ -12,7 +16,9 @@ once numbers are masked) are merged: "ranks 0-511,513-1023 (1023 ranks)".
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from ..diagnose.collectives import compress_ranks
 from ..diagnose.engine import fingerprint
@@ -21,7 +27,8 @@ from ..events import ScanResult
 
 MAX_LANES = 24  # more rank lanes than this are grouped
 SLOTS = 120  # marks per lane: points closer than 1/SLOTS of the axis are drawn as one
-MAX_SPAN_S = 2 * 86400  # a longer "span" means clocks in different formats (glog has no year)
+MAX_SPAN_S = 2 * 86400  # a longer "span" means clocks that disagree
+YEARLESS_S = 366 * 86400  # glog prints no year: ingest parses its times into 1970
 _STRENGTH = {"cause": 3, "symptom": 2, "last-seen": 1, "context": 0}
 
 
@@ -40,6 +47,7 @@ class Point:
     x: float = 0.0  # 0..1 along the axis
     evidence: bool = False
     initiating: bool = False
+    by_position: bool = False  # no time of its own or from its file: placed by line position
 
     @property
     def where(self) -> str:
@@ -69,6 +77,10 @@ class Mark:
     def first(self) -> Point:
         return next((p for p in self.points if p.initiating), self.points[0])
 
+    @property
+    def by_position(self) -> bool:
+        return all(p.by_position for p in self.points)
+
 
 @dataclass
 class Lane:
@@ -85,6 +97,11 @@ class Lane:
     @property
     def size(self) -> int:
         return len(self.ranks)
+
+    @property
+    def by_position(self) -> bool:
+        """On a time axis, a lane none of whose lines has a time."""
+        return bool(self.marks) and all(m.by_position for m in self.marks)
 
 
 @dataclass
@@ -107,6 +124,14 @@ class Timeline:
     n_points: int = 0
     n_ranks: int = 0
     grouped: bool = False
+
+    @property
+    def untimed_lanes(self) -> int:
+        return sum(1 for lane in self.lanes if lane.by_position) if self.axis == "time" else 0
+
+    @property
+    def axis_title(self) -> str:
+        return "time since the first line →" if self.axis == "time" else "position in each log →"
 
     def ticks(self, n: int = 5) -> list[tuple[float, str]]:
         """Axis labels as (x, text)."""
@@ -140,11 +165,34 @@ def rank_label(ranks: list[int]) -> str:
 # -- points -------------------------------------------------------------------------------
 
 
-def _points(scan: ScanResult, top: Finding | None, ranks: dict[tuple[str, int], int]) -> list[Point]:
+def _year_for_glog(items: Iterable) -> Callable[[str | None, float | None], float | None]:
+    """A function that gives a yearless (glog) time the year of the dated lines in the
+    same logs, so that both clocks share one axis; the identity when there are none."""
+    dated = sorted(i.ts for i in items if i.ts is not None and i.ts >= YEARLESS_S)
+    if not dated:
+        return lambda time, ts: ts
+    ref = dated[len(dated) // 2]
+    year = datetime.fromtimestamp(ref).year
+
+    def fix(time: str | None, ts: float | None) -> float | None:
+        if ts is None or ts >= YEARLESS_S or not time or not time.startswith("--"):
+            return ts
+        options = []
+        for y in (year - 1, year, year + 1):  # a run across New Year
+            try:
+                options.append(datetime.fromisoformat(f"{y:04d}-{time[2:]}").timestamp())
+            except ValueError:  # 29 February of a year without it
+                continue
+        return min(options, key=lambda t: abs(t - ref)) if options else ts
+
+    return fix
+
+
+def _points(scan: ScanResult, top: Finding | None, ranks: dict[tuple[str, int], int], clock: Callable) -> list[Point]:
     """The scanned lines, each with the rank the diagnosis gave it (``ranks``: the
     engine's attribution, which the scan itself does not carry)."""
     evidence = {(e.source, e.line): e for e in top.evidence} if top else {}
-    fact_ts = {(f.source, f.line): f.ts for f in scan.facts if f.ts is not None}
+    fact_ts = {(f.source, f.line): clock(f.time, f.ts) for f in scan.facts if f.ts is not None}
     points: list[Point] = []
     seen: set[tuple[str, int]] = set()
     for ev in scan.events:
@@ -156,7 +204,7 @@ def _points(scan: ScanResult, top: Finding | None, ranks: dict[tuple[str, int], 
         rank = ev.rank if ev.rank is not None else ranks.get(key, evd.rank if evd else None)
         sig = f"{ev.entry}/{ev.signature}" if ev.entry else ev.signature
         role = evd.role if evd else ev.role
-        points.append(Point(ev.source, ev.line, rank, ev.time, ev.text, sig, role, ev.ts, evidence=evd is not None))
+        points.append(Point(ev.source, ev.line, rank, ev.time, ev.text, sig, role, clock(ev.time, ev.ts), evidence=evd is not None))
     for key, evd in evidence.items():  # evidence the engine derived from structural lines
         if key not in seen:
             seen.add(key)
@@ -164,46 +212,58 @@ def _points(scan: ScanResult, top: Finding | None, ranks: dict[tuple[str, int], 
     return points
 
 
-def _anchor_times(points: list[Point], scan: ScanResult) -> None:
-    """A line without a timestamp happened when the last timestamped line above it did."""
+def _anchor_times(points: list[Point], scan: ScanResult, clock: Callable) -> None:
+    """A line without a timestamp happened when the last timestamped line above it did;
+    one above its file's first timestamp is put at that first one."""
     anchors: dict[str, list[tuple[int, float]]] = {}
     for item in [*scan.events, *scan.facts, *scan.tails]:
-        if item.ts is not None:
-            anchors.setdefault(item.source, []).append((item.line, item.ts))
+        ts = clock(item.time, item.ts)
+        if ts is not None:
+            anchors.setdefault(item.source, []).append((item.line, ts))
+    for rows in anchors.values():
+        rows.sort()
     for p in points:
         if p.ts is not None:
             continue
         rows = anchors.get(p.source)
         if not rows:
             continue
-        rows.sort()
         i = bisect.bisect_right(rows, (p.line, float("inf"))) - 1
-        if i >= 0:
-            p.ts = rows[i][1]
+        p.ts = rows[max(i, 0)][1]
 
 
-def _place(points: list[Point], scan: ScanResult) -> tuple[str, float | None, float | None]:
-    """Set each point's x; return the axis kind and the time span."""
-    timed = bool(points) and all(p.ts is not None for p in points)
-    t0 = min(p.ts for p in points) if timed else None  # type: ignore[type-var]
-    t1 = max(p.ts for p in points) if timed else None  # type: ignore[type-var]
-    if timed and t1 - t0 <= MAX_SPAN_S:  # type: ignore[operator]
-        for p in points:
-            p.x = (p.ts - t0) / (t1 - t0) if t1 > t0 else 0.5  # type: ignore[operator]
-        return "time", t0, t1
+def _by_position(points: list[Point], scan: ScanResult) -> None:
+    """x from the line's position in its file (0: first line, 1: last)."""
     lines = {i.path: i.lines for i in scan.inputs}
-    for p in points:
-        p.ts = None
     longest: dict[str, int] = {}
     for p in points:
         longest[p.source] = max(longest.get(p.source, 0), p.line)
     for p in points:
         total = max(lines.get(p.source, 0), longest[p.source], 1)
         p.x = (p.line - 1) / max(total - 1, 1)
-    return "position", None, None
 
 
-def _initiating_point(points: list[Point], scan: ScanResult, rank: int | None) -> Point | None:
+def _place(points: list[Point], scan: ScanResult) -> tuple[str, float | None, float | None]:
+    """Set each point's x; return the axis kind and the time span. Lines with a time are
+    placed by it; those without (a rank whose files print no time) by position."""
+    timed = [p for p in points if p.ts is not None]
+    t0 = min((p.ts for p in timed), default=None)  # type: ignore[type-var]
+    t1 = max((p.ts for p in timed), default=None)  # type: ignore[type-var]
+    if not timed or t1 - t0 > MAX_SPAN_S:  # type: ignore[operator]
+        for p in points:
+            p.ts = None
+        _by_position(points, scan)
+        return "position", None, None
+    for p in timed:
+        p.x = (p.ts - t0) / (t1 - t0) if t1 > t0 else 0.5  # type: ignore[operator]
+    untimed = [p for p in points if p.ts is None]
+    _by_position(untimed, scan)
+    for p in untimed:
+        p.by_position = True
+    return "time", t0, t1
+
+
+def _initiating_point(points: list[Point], scan: ScanResult, rank: int | None, clock: Callable) -> Point | None:
     if rank is None:
         return None
     own = [p for p in points if p.rank == rank and p.role == "cause"]
@@ -215,8 +275,8 @@ def _initiating_point(points: list[Point], scan: ScanResult, rank: int | None) -
     if not tails:
         rest = [p for p in points if p.rank == rank and p.role != "context"]
         return min(rest, key=lambda p: (-_STRENGTH.get(p.role, 0), p.ts if p.ts is not None else float("inf"), p.source, p.line)) if rest else None
-    t = max(tails, key=lambda t: (t.ts or 0, t.line))
-    return Point(t.source, t.line, rank, t.time, t.text, "last line from this rank", "last-seen", t.ts)
+    t = max(tails, key=lambda t: (clock(t.time, t.ts) or 0, t.line))
+    return Point(t.source, t.line, rank, t.time, t.text, "last line from this rank", "last-seen", clock(t.time, t.ts))
 
 
 # -- lanes --------------------------------------------------------------------------------
@@ -258,11 +318,13 @@ def build_timeline(result: Diagnosis, scan: ScanResult, max_lanes: int = MAX_LAN
     top = result.diagnoses[0] if result.diagnoses else None
     att = getattr(result.weighing, "att", None)
     ranks = {(e.source, e.line): e.rank for e in att.events if e.rank is not None} if att is not None else {}
-    points = _points(scan, top, ranks)
-    _anchor_times(points, scan)
+    clock = _year_for_glog([*scan.events, *scan.facts, *scan.tails])
+    points = _points(scan, top, ranks, clock)
+    _anchor_times(points, scan, clock)
     init_rank = top.initiating_rank if top else None
-    init = _initiating_point(points, scan, init_rank)
+    init = _initiating_point(points, scan, init_rank, clock)
     if init is not None and init not in points:
+        _anchor_times([init], scan, clock)
         points.append(init)
     axis, t0, t1 = _place(points, scan)
     if init is not None:
@@ -298,10 +360,19 @@ def build_timeline(result: Diagnosis, scan: ScanResult, max_lanes: int = MAX_LAN
     tl = Timeline(lanes, axis, n_points=len(points), n_ranks=len(by_rank), grouped=grouped)
     if axis == "time":
         tl.span_s = (t1 or 0) - (t0 or 0)
-        tl.start = min((p for p in points if p.ts == t0), key=lambda p: p.line).time
-        tl.end = min((p for p in points if p.ts == t1), key=lambda p: p.line).time
+        tl.start = _shown_time(points, t0)
+        tl.end = _shown_time(points, t1)
     _link(tl)
     return tl
+
+
+def _shown_time(points: list[Point], ts: float | None) -> str | None:
+    """The time of the first line at ``ts`` as it was printed; a glog time that took its
+    year from the dated lines is shown with that year."""
+    time = min((p for p in points if p.ts == ts), key=lambda p: p.line).time
+    if ts is not None and ts >= YEARLESS_S and (time is None or time.startswith("--")):
+        return datetime.fromtimestamp(ts).isoformat(timespec="milliseconds")
+    return time
 
 
 def _link(tl: Timeline) -> None:
