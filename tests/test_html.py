@@ -3,13 +3,15 @@ per-rank timeline."""
 
 from __future__ import annotations
 
+import dataclasses
+import io
 import json
 import re
 
 from markupsafe import escape
 
 from rankdoctor.diagnose.engine import diagnose
-from rankdoctor.ingest.sources import expand_inputs
+from rankdoctor.ingest.sources import Source, expand_inputs
 from rankdoctor.report.html import render_html
 from rankdoctor.scan import scan_sources, scan_text
 
@@ -88,3 +90,60 @@ def test_no_failure_report(kb):
     html = render_html(diagnose(kb, scan), scan, kb)
     assert "No failure found" in html
     assert "tl-lane" not in html  # no timeline without a failure
+
+
+def _positions(html: str, *marks: str) -> list[int]:
+    found = [html.find(m) for m in marks]
+    assert -1 not in found, dict(zip(marks, found))
+    return found
+
+
+def test_what_to_do_comes_before_the_timeline_and_the_evidence(kb):
+    scan = scan_text(kb, _eight_ranks_text(), name="job.log")
+    result = diagnose(kb, scan)
+    html = render_html(result, scan, kb)
+    top = result.diagnoses[0]
+    todo, fix, verify, cause, timeline, evidence = _positions(
+        html, 'id="rd-todo"', "<h2>Fix</h2>", str(escape(top.verify.command)), "<h2>Root cause</h2>", "<h2>Timeline", "<h2>Evidence</h2>"
+    )
+    assert todo < fix < verify < cause < timeline < evidence
+    assert html.find(str(escape(top.fix[0].text.split("`")[0]))) < timeline
+
+
+def test_an_inconclusive_report_leads_with_the_fact_to_collect(kb):
+    # the view reads only the diagnosis: the same real one, as the engine words an
+    # inconclusive answer (present.py: the missing fact, then " Run: " and how to get it)
+    scan = scan_text(kb, _eight_ranks_text(), name="job.log")
+    real = diagnose(kb, scan)
+    missing = "The output of rank 3 around the failure: was it still working? Run: torchrun --log-dir logs --tee 3 ... train.py"
+    result = dataclasses.replace(real, verdict="inconclusive", diagnoses=[dataclasses.replace(real.diagnoses[0], missing=[missing])])
+    html = render_html(result, scan, kb)
+    todo, collect, fact, run, fix, timeline = _positions(
+        html, 'id="rd-todo"', "Collect next", "The output of rank 3 around the failure",
+        "Run: <code>torchrun --log-dir logs --tee 3 ... train.py</code>", "the fix</h3>", "<h2>Timeline"
+    )
+    assert todo < collect < fact < run < fix < timeline
+
+
+def test_many_inputs_are_in_natural_order_and_folded(kb):
+    text = {f"rank_{r}.log": WATCHDOG.format(r=r) + "\n" for r in range(64) if r != 5}
+    text["rank_5.log"] = OOM.format(r=5) + "\n"
+    sources = [Source(name, (lambda b=body.encode(): io.BytesIO(b)), len(body)) for name, body in sorted(text.items())]
+    scan = scan_sources(kb, sources)
+    html = render_html(diagnose(kb, scan), scan, kb)
+    table = html[html.index("<h2>Inputs</h2>"):]
+    assert '<details class="rd-inputs-fold"><summary>64 files' in table
+    rows = re.findall(r"<tr><td><code>(rank_\d+\.log)</code>", table)
+    assert rows == [f"rank_{r}.log" for r in range(64)]  # rank_2 before rank_10
+
+
+def test_a_few_inputs_are_not_folded(kb):
+    scan = scan_text(kb, OOM.format(r=1) + "\n", name="x.log")
+    html = render_html(diagnose(kb, scan), scan, kb)
+    assert 'class="rd-inputs-fold"' not in html and "<td><code>x.log</code>" in html
+
+
+def _eight_ranks_text() -> str:
+    lines = [f"2026-05-01 10:00:03,000 {OOM.format(r=3)}"]
+    lines += [f"2026-05-01 10:10:0{r},000 {WATCHDOG.format(r=r)}" for r in range(8) if r != 3]
+    return "\n".join(lines) + "\n"

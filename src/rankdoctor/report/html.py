@@ -21,6 +21,7 @@ from ..kb.loader import KnowledgeBase
 from .timeline import build_timeline
 
 ASSETS = Path(__file__).parent / "templates"
+INPUTS_SHOWN = 8  # more input files than this are listed folded, in a <details>
 VERDICT = {
     "diagnosed": "Diagnosed",
     "inconclusive": "Inconclusive — the evidence is short",
@@ -31,6 +32,27 @@ VERDICT = {
 def _ticks(text: str) -> Markup:
     """Escape prose, then show `backticked` spans as inline code."""
     return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", str(escape(str(text)))))
+
+
+def _untick(text: str) -> str:
+    """Prose for places that hold no markup (a page's <title>): backticks dropped."""
+    return re.sub(r"`([^`]+)`", r"\1", str(text))
+
+
+def _natural_key(path: str) -> list:
+    """rank_2 before rank_10: runs of digits compare as numbers."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", path) if part]
+
+
+def natural_paths(inputs: list) -> list:
+    """Inputs in natural order of their paths."""
+    return sorted(inputs, key=lambda i: _natural_key(i.path))
+
+
+def _run_split(missing: str) -> tuple[str, str | None]:
+    """A missing fact as (what to collect, how: the text after its last " Run: ")."""
+    fact, sep, run = str(missing).rpartition(" Run: ")
+    return (fact, run.strip()) if sep and run.strip() else (str(missing), None)
 
 
 def _ranks(ranks: list[int]) -> str:
@@ -46,7 +68,11 @@ def make_env(*extra: BaseLoader) -> Environment:
         lstrip_blocks=True,
     )
     env.filters["ticks"] = _ticks
+    env.filters["untick"] = _untick
     env.filters["ranks"] = _ranks
+    env.filters["natural_paths"] = natural_paths
+    env.filters["run_split"] = _run_split
+    env.globals["INPUTS_SHOWN"] = INPUTS_SHOWN
     return env
 
 
