@@ -217,3 +217,37 @@ def test_serve_refuses_limits_at_or_below_zero_in_one_line(option, says):
     assert r.returncode == 2
     err = r.stderr.decode()
     assert err.startswith("rankdoctor: error: ") and says in err and err.count("\n") == 1, err
+
+
+def _prose(html: str) -> str:
+    """The page's text outside <pre> and <code>, where a backtick would be raw Markdown."""
+    html = re.sub(r"<pre\b.*?</pre>", "", html, flags=re.S)
+    return re.sub(r"<code\b.*?</code>", "", html, flags=re.S)
+
+
+def test_docs_show_inline_code_and_the_address_they_were_fetched_from(kb):
+    for base in ("http://127.0.0.1:8765", "http://localhost:43210"):
+        with TestClient(create_app(kb), base_url=base) as c:
+            html = c.get("/docs").text
+        assert f"{base}/api/diagnose" in html and ":8000" not in html
+        assert "`" not in _prose(html)
+        assert "<code>rankdoctor diagnose --format json</code>" in html
+
+
+def test_docs_escape_what_they_render_as_code():
+    from rankdoctor.report.html import _ticks
+
+    assert str(_ticks("run `a<b>` & <i>x</i>")) == "run <code>a&lt;b&gt;</code> &amp; &lt;i&gt;x&lt;/i&gt;"
+
+
+def test_favicon(client):
+    for url in ("/favicon.ico", "/static/favicon.svg"):
+        r = client.get(url)
+        assert r.status_code == 200 and r.headers["content-type"].startswith("image/svg+xml") and b"<svg" in r.content
+    assert '<link rel="icon" href="/static/favicon.svg"' in client.get("/").text
+
+
+def test_the_nccl_hub_shows_inline_code(client):
+    html = client.get("/kb/nccl.html").text
+    assert "`" not in _prose(html)
+    assert "<code>NCCL WARN Cuda failure &#39;...&#39;</code>" in html

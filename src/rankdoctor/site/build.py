@@ -38,6 +38,7 @@ def _env() -> Environment:
     env.filters["squash"] = lambda s: " ".join(str(s).split())
     env.filters["ticks"] = _ticks
     env.filters["links"] = _links
+    env.filters["untick"] = lambda s: re.sub(r"`([^`]+)`", r"\1", " ".join(str(s).split()))
     return env
 
 

@@ -114,8 +114,15 @@ def create_app(kb: KnowledgeBase, limits: Limits | None = None, host: str = "127
         return HTMLResponse(state.report(rid).download, headers=headers)
 
     @app.get("/docs", response_class=HTMLResponse, include_in_schema=False)
-    def docs() -> HTMLResponse:
-        return page("docs.html", spec=app.openapi(), limit_text=megabytes(limits.max_upload_bytes))
+    def docs(request: Request) -> HTMLResponse:
+        # the examples name the address this page was fetched from (the guard has already
+        # refused any Host that is not this server), not a port it might not be on
+        base = str(request.base_url).rstrip("/")
+        return page("docs.html", spec=app.openapi(), limit_text=megabytes(limits.max_upload_bytes), base=base)
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> Response:
+        return Response((HERE / "static" / "favicon.svg").read_bytes(), media_type="image/svg+xml")
 
     @app.get("/static/report.css", include_in_schema=False)
     def report_css() -> PlainTextResponse:
