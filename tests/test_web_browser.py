@@ -172,6 +172,7 @@ def test_only_the_selected_evidence_is_sent(page, server, tmp_path):
 
 def test_sample_one_click(page, server):
     page.goto(server + "/")
+    page.click("details.samples summary")  # the list starts folded, under the inputs
     page.click('button.sample[data-sample="comms-11-peer-crash-funasr-rank2-oom"]')
     page.wait_for_selector("#review:not([hidden])")
     page.click("#diagnose")
@@ -193,3 +194,144 @@ def test_encyclopedia_entry_and_hub(page, server):
     assert page.locator("#ncclSystemError").count() == 1
     page.click("text=Diagnose a log")
     page.wait_for_url(server + "/")
+
+
+# -- issue 13: the first screen, narrow screens, the timeline's clock --------------------------
+
+SIZES = {"desktop": (1280, 900), "phone": (390, 844)}
+
+
+@pytest.fixture(params=list(SIZES))
+def sized(request, page):
+    """The page at a desktop size and at a phone's width (390 px)."""
+    width, height = SIZES[request.param]
+    page.set_viewport_size({"width": width, "height": height})
+    return page
+
+
+def _top_in_page(page, selector: str) -> float:
+    """The element's top in page coordinates (not moved by scrolling)."""
+    return page.eval_on_selector(selector, "e => e.getBoundingClientRect().top + window.scrollY")
+
+
+def _first_screen(page) -> float:
+    return page.evaluate("window.innerHeight")
+
+
+def _wait_until(page, predicate: str, timeout: float = 20) -> None:
+    """Poll a JavaScript function (wait_for_function evaluates a string, which the page's
+    Content-Security-Policy refuses)."""
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(predicate):
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {predicate}")
+        time.sleep(0.05)
+
+
+def _no_horizontal_overflow(page) -> None:
+    width = page.evaluate("document.documentElement.clientWidth")
+    scroll = page.evaluate("document.documentElement.scrollWidth")
+    assert scroll <= width, f"{page.url}: the page is {scroll} px wide in a {width} px window"
+
+
+def test_the_diagnose_button_is_by_the_paste_box(sized, server):
+    sized.goto(server + "/")
+    sized.fill("#paste", "\n".join([OOM.format(r=1)] + [WATCHDOG.format(r=r) for r in (0, 2, 3)]) + "\n")
+    sized.wait_for_selector("#review:not([hidden])")
+    assert sized.is_enabled("#diagnose")
+    assert _top_in_page(sized, "#diagnose") < _first_screen(sized)
+    assert "sends 4 of 4 lines" in sized.inner_text("#review-link")
+    assert not sized.locator("details.samples").evaluate("d => d.open")  # the sample list starts folded
+    # a sample is loaded from further down: the button is brought back into view
+    sized.click("details.samples summary")
+    sized.click('button.sample[data-sample="comms-11-peer-crash-funasr-rank2-oom"]')
+    _wait_until(sized, "() => document.activeElement && document.activeElement.id === 'diagnose'")
+    box = sized.locator("#diagnose").bounding_box()
+    assert 0 <= box["y"] and box["y"] + box["height"] <= _first_screen(sized)
+    _no_horizontal_overflow(sized)
+
+
+def test_the_first_screen_of_a_report_says_what_to_do(sized, server):
+    sized.goto(server + "/")
+    sized.click("details.samples summary")
+    sized.click('button.sample[data-sample="comms-11-peer-crash-funasr-rank2-oom"]')
+    sized.wait_for_selector("#review:not([hidden])")
+    sized.click("#diagnose")
+    sized.wait_for_url("**/report/*")
+    screen = _first_screen(sized)
+    for what in ("h1.rd-title", ".rd-facts", ".rd-init", "#rd-todo"):
+        assert _top_in_page(sized, what) < screen, what
+    todo = sized.inner_text("#rd-todo")
+    assert "Fix" in todo and "Verify" in todo
+    tops = [_top_in_page(sized, s) for s in ("#rd-todo", "h2:text('Timeline')", "h2:text('Evidence')")]
+    assert tops == sorted(tops)
+    _no_horizontal_overflow(sized)
+
+
+def test_a_console_with_times_is_drawn_on_a_time_axis(sized, server):
+    # a real torchrun console: glog lines without a year and dated lines, interleaved
+    sized.goto(server + "/")
+    sized.click("details.samples summary")
+    sized.click('button.sample[data-sample="compile-desync"]')
+    sized.wait_for_selector("#review:not([hidden])")
+    sized.click("#diagnose")
+    sized.wait_for_url("**/report/*")
+    assert "placed by time, from 2026-11-30T05:08:07" in sized.inner_text("h2:text('Timeline')")
+    assert sized.text_content(".tl-axis-title") == "time since the first line →"
+    assert sized.locator(".tl-lane.untimed").count() == 0
+    # the four ranks' graph breaks (lines 9-178 of 329, within 0.16 s) sit together at the start
+    axis = sized.locator(".tl-lane >> nth=0").locator(".tl-axis").bounding_box()
+    xs = sized.eval_on_selector_all(
+        ".tl-mark.role-context", "ms => ms.map(m => m.getBoundingClientRect().left + m.getBoundingClientRect().width / 2)"
+    )
+    assert len(xs) >= 4 and max(xs) < axis["x"] + 0.1 * axis["width"]
+    _no_horizontal_overflow(sized)
+
+
+LONG = "logs/" + "very-long-job-name-" * 6 + "2026-05-01T10-00-00/attempt_0"
+
+
+@pytest.fixture(scope="module")
+def long_paths_report(server) -> str:
+    """A report of 64 rank files with long paths, made through the API as a script would."""
+    import httpx
+
+    files = [("files", (f"{LONG}/{r}/rank_{r}.log", (OOM if r == 5 else WATCHDOG).format(r=r) + "\n", "text/plain")) for r in range(64)]
+    r = httpx.post(server + "/api/reports", files=files, timeout=60)
+    assert r.status_code == 201, r.text
+    return server + r.json()["url"]
+
+
+def test_many_inputs_are_sorted_naturally_and_folded(page, server, long_paths_report):
+    page.goto(long_paths_report)
+    fold = page.locator("details.rd-inputs-fold")
+    assert "64 files" in fold.locator("summary").inner_text()
+    assert not fold.locator("table").is_visible()
+    fold.locator("summary").click()
+    names = page.eval_on_selector_all(".rd-inputs-table td:first-child", "tds => tds.map(t => t.textContent)")
+    assert names == [f"{LONG}/{r}/rank_{r}.log" for r in range(64)]
+
+
+@pytest.mark.parametrize("path", ["/", "long-paths-report", "/kb/index.html", "/kb/nccl.html", "/kb/entries/nccl-unhandled-system-error.html", "/docs"])
+def test_nothing_is_wider_than_a_phone(page, server, long_paths_report, path):
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(long_paths_report if path == "long-paths-report" else server + path)
+    if path == "long-paths-report":
+        page.click("details.rd-inputs-fold summary")  # its long paths shown
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+def test_docs_examples_and_the_icon(page, server):
+    page.goto(server + "/docs")
+    example = page.inner_text("pre.cmd")
+    assert f"{server}/api/diagnose" in example and ":8000" not in example
+    assert "`" not in page.inner_text("main")  # inline code is rendered, not shown as Markdown
+    icon = page.get_attribute("link[rel=icon]", "href")
+    assert page.request.get(server + icon).status == 200
+    assert page.request.get(server + "/favicon.ico").status == 200
+
+
+def test_the_nccl_hub_shows_no_markdown(page, server):
+    page.goto(server + "/kb/nccl.html")
+    assert "`" not in page.inner_text("table.hub >> nth=0")
+    assert page.locator("table.hub >> nth=0").locator("code", has_text="posix_fallocate").count() >= 1

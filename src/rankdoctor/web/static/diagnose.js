@@ -182,6 +182,9 @@
       (patterns && patterns.skipped ? " · " + patterns.skipped + " patterns could not run here" : "");
     $("review").hidden = prepared.length === 0;
     $("diagnose").disabled = sent === 0;
+    var link = $("review-link");  // the preview is below the button: say what the button sends
+    link.hidden = prepared.length === 0;
+    link.textContent = (sendAll() ? "sends every line" : "sends " + sent + " of " + total + " lines") + " · review below ↓";
   }
 
   $("preview").addEventListener("change", function (e) {
@@ -212,9 +215,9 @@
     var gen = ++generation;
     var inputs = allInputs();
     renderFiles();
-    if (!inputs.length) { prepared = []; render(); status(""); return; }
+    if (!inputs.length) { prepared = []; render(); status(""); return Promise.resolve(); }
     status("reading " + inputs.length + " input" + (inputs.length === 1 ? "" : "s") + "…");
-    loadPatterns().then(function (p) {
+    return loadPatterns().then(function (p) {
       return Promise.all(inputs.map(function (f) { return prepare(f, p); }));
     }).then(function (res) {
       if (gen !== generation) { return; }
@@ -278,7 +281,9 @@
       }).then(function (doc) {
         $("paste").value = "";
         files = doc.files.map(function (f) { return { name: f.name, bytes: new Blob([f.text]).size, source: f.text }; });
-        refresh();
+        return refresh();
+      }).then(function () {
+        if (!$("diagnose").disabled) { $("diagnose").focus(); }  // the list is below the button: bring it back into view
       }).catch(function (err) { status(String(err.message || err), true); });
     });
   });
