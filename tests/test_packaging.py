@@ -24,5 +24,7 @@ def test_wheel_ships_entries_and_weights(tmp_path):
     in_repo = {p.relative_to(ROOT / "entries").as_posix() for p in (ROOT / "entries").rglob("*.yaml")}
     assert shipped == in_repo
     assert "rankdoctor/diagnose/weights.json" in names
+    # the web app's assets, its icon among them (/favicon.ico is read from it)
+    assert {"rankdoctor/web/static/favicon.svg", "rankdoctor/web/static/app.css", "rankdoctor/web/static/diagnose.js"} <= set(names)
     # the Python API: rankdoctor.diagnose(...) is the engine package answering the call
     assert {"rankdoctor/api.py", "rankdoctor/diagnose/__init__.py", "rankdoctor/py.typed"} <= set(names)
