@@ -308,3 +308,13 @@ def test_nul_head_is_text_not_a_tar():
     assert not looks_binary(b"\0" * 4096 + b"ordinary log line\n" * 100)
     assert looks_binary(b"\0" * 4096)
     assert not sources_mod._is_tar_header(b"\0" * 512)
+
+
+def test_global_rank_prefix_names_the_printer_of_a_group_local_report(kb):
+    # a log viewer's minute stamp, then torchrun's global prefix; "[Rank 1]" is the rank in a
+    # sub-group (PyTorch 2.6 prints it without the PG ID on the watchdog line)
+    line = (" 2025-02-18 12:54 [rank13]:[E218 04:54:22.864467604 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught "
+            "collective operation timeout: WorkNCCL(SeqNum=216, OpType=ALLTOALL_BASE, NumelIn=1379328, NumelOut=1572864, "
+            "Timeout(ms)=600000) ran for 600045 milliseconds before timing out.")
+    hit = next(e for e in scan_text(kb, line).events if e.signature == "watchdog-timeout")
+    assert hit.rank == 13 and hit.time.startswith("2025-02-18T12:54")

@@ -620,10 +620,10 @@ class Scanner:
         parsed = []
         for seg in segments:
             a, msg_at = parse_prefix(seg, dialect)
-            parsed.append((seg, a.merged_over(base), seg[msg_at:]))
+            parsed.append((seg, a.merged_over(base), seg[msg_at:], a.rank if len(segments) == 1 else None))
         for pid in sorted(pids):
             pat = self.patterns[pid]
-            for seg, attr, message in parsed:
+            for seg, attr, message, own_rank in parsed:
                 m = pat.search(message if pat.kind == "fact" else seg)
                 if not m:
                     continue
@@ -637,7 +637,10 @@ class Scanner:
                     if pat.signature in ("py-exception", "cpp-terminate", "cpp-what"):
                         _read_before(fact, sample, start, later)
                     break
-                rank = _int(caps.get("rank"), attr.rank)
+                # the line's own global-rank prefix ([rankN]:, MPI, Lightning) names the printer
+                # (a "[Rank N]" inside the message may be local to its process group), unless
+                # ranks' output interleaved within the line: then the message's own rank wins
+                rank = own_rank if own_rank is not None else _int(caps.get("rank"), attr.rank)
                 if rank is None and (rm := _IN_MESSAGE_RANK.search(seg)):
                     rank = int(rm.group(1))
                 if rank is None and attr.local_rank is None:

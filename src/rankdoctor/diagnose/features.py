@@ -145,7 +145,7 @@ def context(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Context
     # a rank that failed by itself before it waited is not waiting on anyone: its waits followed its own failure
     waiting = {r for r, rw in table.rows.items() if rw.waits and r not in failed}
     quiet, late = quiet_gaps(table)
-    accusations: dict[int, int] = {}
+    accusations: dict[int, int] = dict(table.unranked_accuses)
     for rw in table.rows.values():
         for r in rw.accuses:
             accusations[r] = accusations.get(r, 0) + 1

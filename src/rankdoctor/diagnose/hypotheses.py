@@ -178,7 +178,7 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
     for r in named_by_peers(events):
         desync.add(r)
     desync |= outlived_peers(table)[0]
-    accused: set[int] = set()
+    accused: set[int] = set(table.unranked_accuses)
     for rw in table.rows.values():
         accused |= rw.accuses
     dead |= accused
@@ -211,7 +211,7 @@ def main_process_busy(kb: KnowledgeBase, table: RankTable, events: list[Event]) 
     entry that explains a straggler) carry no rank while other ranks wait and rank 0 does
     not: training frameworks print such progress from the main process (rank 0) only, and
     torchrun prefixes only tracebacks with a rank."""
-    if not table.waiting_ranks or 0 in table.waiting_ranks:
+    if not (table.waiting_ranks or table.unranked_accuses) or 0 in table.waiting_ranks:
         return set()
     busy = any(
         e.role == "context" and e.rank is None and e.local_rank is None and e.entry

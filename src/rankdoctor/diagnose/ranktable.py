@@ -88,6 +88,9 @@ class RankTable:
     fr: "FRReport | None" = None
     stack_odd: set[int] = field(default_factory=set)  # ranks whose stack is elsewhere than most ranks'
     stack_odd_collective: set[int] = field(default_factory=set)  # ... and inside a collective call
+    # peers named by waiting lines that no rank could be given ("[1] ... retrieving ncclUniqueId
+    # from [0] ..." with no prefix): somebody waited on them, who is not known
+    unranked_accuses: dict[int, int] = field(default_factory=dict)
 
     def row(self, rank: int) -> RankRow:
         return self.rows.get(rank) or RankRow(rank)
@@ -194,11 +197,14 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
     symptom_lines = {e.where for e in events if e.role == "symptom"}
     numeric_entries = {e.id for e in kb if e.class_ == NUMERIC_CLASS}
     unranked: list[Event] = []
+    unranked_accuses: dict[int, int] = {}
     counted: dict[int, Event] = {}  # each rank's last line of work with a progress counter
     for ev in sorted(events, key=time_key):
         if ev.rank is None:
             if _is_own_failure(ev, symptom_lines):
                 unranked.append(ev)
+            elif ev.role == "symptom" and "launcher" not in ev.captures and (pr := ev.cap_int("peer_rank")) is not None:
+                unranked_accuses[pr] = unranked_accuses.get(pr, 0) + 1
             continue
         rw = row(ev.rank)
         rw.host = rw.host or ev.host
@@ -277,7 +283,12 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
             everyone = {r for g in groups for r in g.ranks}
             if 2 * len(outside) <= len(everyone):
                 stack_odd = outside
-    return RankTable(rows, expected or set(rows), att.world_size, coll, fingerprints, unranked, fr, stack_odd, stack_odd_collective)
+    # only a rank with no line of its own here is one an unknown printer waited on: NCCL's
+    # proxy threads print "Connection closed by localRank N" / "Proxy Call to rank N failed"
+    # about their own rank N when it aborts
+    unranked_accuses = {r: n for r, n in unranked_accuses.items() if r not in rows}
+    return RankTable(rows, expected or set(rows), att.world_size, coll, fingerprints, unranked, fr, stack_odd, stack_odd_collective,
+                     unranked_accuses)
 
 
 def _coll_trace_conflict(events: list[Event]) -> dict[int, Event]:

@@ -57,7 +57,7 @@ def _iso(y: int, mo: int, d: int, h: int, mi: int, s: int, frac: str = "") -> tu
 # Each prefix regex is applied at the current position (re.match with pos).
 _P_KUBECTL = re.compile(r"\[pod/(?P<host>[^/\]\s]+)/[^\]\s]*\] ")
 _P_ISO = re.compile(
-    r"\[?(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T _](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
+    r"\[?(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T _](?P<h>\d{2}):(?P<mi>\d{2})(?::(?P<s>\d{2}))?"
     r"(?:[.,](?P<f>\d+))?(?:Z|[+-]\d{2}:?\d{2})?\]?(?: - | \| |:? ?)"
 )
 _P_RANK = re.compile(r"\[rank(?P<rank>\d+)\]: ?")
@@ -103,6 +103,10 @@ def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, 
         m = _P_SPACE.match(text, pos)
         if m and pos > 0:
             pos = m.end()
+        elif m and _P_ISO.match(text, m.end()):
+            # a pasted line indented before its timestamp (" 2025-02-18 12:54 [rank13]:...");
+            # other indented lines (traceback frames) keep their indentation
+            pos = m.end()
         if dialect.pipe and (m := _P_PIPE.match(text, pos)):
             pos = m.end()
             continue
@@ -140,12 +144,14 @@ def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, 
         elif (m := _P_KUBECTL.match(text, pos)):
             a.host = m["host"]
         elif (m := _P_ISO.match(text, pos)):
-            a.time, a.ts = _iso(int(m["y"]), int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]), m["f"] or "")
+            # a log viewer's "2025-02-18 12:54 " stamp may stop at the minute
+            a.time, a.ts = _iso(int(m["y"]), int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"] or 0), m["f"] or "")
         elif (m := _P_GLOG.match(text, pos)) and (m["file"] or m["tid"] or text[pos] == "["):
             # glog has no year: keep month-day, sortable within the run
             iso, ts = _iso(1970, int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]), m["f"] or "")
-            a.time = "--" + iso[5:]
-            a.ts = ts
+            if a.time is None:  # a dated stamp before it on the line (a log collector's) stays the line's time
+                a.time = "--" + iso[5:]
+                a.ts = ts
             a.extra["level"] = m["lvl"]
         elif (m := _P_NCCL.match(text, pos)):
             a.host = a.host or m["host"]
