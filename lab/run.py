@@ -532,6 +532,31 @@ MATRIX_FRESH: dict = {
     "dataloader-worker-killed": (_mx_dl_worker, [(5, (2,), 0, True)]),
     "healthy": (_mx_healthy, [(5, (), 0, True)]),
 }
+# A third draw (--fresh 2), written down before it was run: larger and odd world sizes (6-8),
+# culprits at the top of the rank range, other steps. Held out like MATRIX_FRESH.
+MATRIX_FRESH2: dict = {
+    "exception": (_mx_exception, [(7, (6,), 5, True), (4, (3,), 8, False)]),
+    "two-exception": (_mx_exception, [(7, (2, 5), 4, True)]),
+    "sigkill": (_mx_sigkill, [(7, (3,), 5, True), (8, (7,), 3, False)]),
+    "two-sigkill": (_mx_sigkill, [(8, (0, 6), 4, True)]),
+    "straggler": (_mx_straggler, [(7, (5,), 0, True), (4, (3,), 0, False)]),
+    "silent-hang": (_mx_silent_hang, [(7, (6,), 8, True), (3, (2,), 13, False)]),
+    "two-silent-hang": (_mx_silent_hang, [(6, (1, 4), 9, True)]),
+    "silent-hang-killed": (lambda w, cs, s: _mx_silent_hang(w, cs, s, killed=True), [(5, (3,), 9, True)]),
+    "hang-killed": (_mx_hang_killed, [(4, (2,), 6, True)]),
+    "compile-desync": (_mx_compile_desync, [(7, (4,), 4, True), (4, (0,), 5, False)]),
+    "shape-recompile": (_mx_shape_recompile, [(6, (3,), 3, True)]),
+    "extra-collective-same-shape": (_mx_extra_same_shape, [(7, (6,), 3, True)]),
+    "rank-only-collective": (_mx_rank_only, [(7, (5,), 0, True)]),
+    "rank-only-collective-large": (_mx_rank_only_large, [(4, (2,), 0, True)]),
+    "dtype-mismatch": (_mx_dtype, [(6, (5,), 0, True)]),
+    "nan-loss": (_mx_nan_loss, [(7, (), 0, True)]),
+    "nan-first-rank": (_mx_nan_first, [(7, (2,), 6, True)]),
+    "ddp-model-mismatch": (_mx_model_mismatch, [(6, (3,), 0, False)]),
+    "dataloader-worker-killed": (_mx_dl_worker, [(4, (2,), 0, True)]),
+    "healthy": (_mx_healthy, [(7, (), 0, True), (4, (), 0, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
@@ -1085,8 +1110,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None,
                     help="output folder (default: tests/scenarios/lab, with --matrix tests/scenarios/lab-matrix)")
     ap.add_argument("--matrix", action="store_true", help="run the fault matrix instead of the single cases")
-    ap.add_argument("--fresh", action="store_true",
-                    help="with --matrix: the held-out draw (MATRIX_FRESH) instead; needs --out")
+    ap.add_argument("--fresh", nargs="?", type=int, const=1, default=None, choices=sorted(FRESH_DRAWS),
+                    help="with --matrix: a held-out draw instead (1: MATRIX_FRESH, 2: MATRIX_FRESH2); needs --out")
     ap.add_argument("--matrix-pg2d", action="store_true",
                     help="the 8-rank TP x DP (x PP) process-group matrix (MATRIX_PG2D_SPEC, lab/pg2d.py); "
                     "held out, needs --out")
@@ -1097,7 +1122,7 @@ def main(argv=None) -> int:
     if a.matrix_pg2d and not (a.out or a.list):
         ap.error("--matrix-pg2d needs an --out folder outside tests/scenarios")
     table = (pg2d_cases() if a.matrix_pg2d else
-             matrix_cases(MATRIX_FRESH if a.fresh else None) if a.matrix else CASES)
+             matrix_cases(FRESH_DRAWS[a.fresh] if a.fresh else None) if a.matrix else CASES)
     out = a.out or (MATRIX_OUT if a.matrix else os.path.join(REPO, "tests", "scenarios", "lab"))
     if a.list:
         for n, c in table.items():
