@@ -28,3 +28,5 @@ def test_wheel_ships_entries_and_weights(tmp_path):
     assert {"rankdoctor/web/static/favicon.svg", "rankdoctor/web/static/app.css", "rankdoctor/web/static/diagnose.js"} <= set(names)
     # the Python API: rankdoctor.diagnose(...) is the engine package answering the call
     assert {"rankdoctor/api.py", "rankdoctor/diagnose/__init__.py", "rankdoctor/py.typed"} <= set(names)
+    # NCCL RAS reports among the inputs: the reader and the mapping to global ranks
+    assert {"rankdoctor/ingest/ncclras.py", "rankdoctor/diagnose/ras.py"} <= set(names)

@@ -52,7 +52,7 @@ def load_kb(entries: str | PathLike[str] | None = None) -> "KnowledgeBase":
 def diagnose(paths: Any, fr: Any = None, *, entries: str | PathLike[str] | None = None, jobs: int = 1) -> "Diagnosis":
     """Diagnose the logs (files, folders, archives) under ``paths``; Flight Recorder dumps
     in those folders are found on their own, ``fr`` names more. Stack dumps among the inputs
-    (py-spy, faulthandler) are weighed too. ``jobs`` > 1 scans with that many processes.
+    (py-spy, faulthandler) and NCCL RAS reports (``ncclras``) are weighed too. ``jobs`` > 1 scans with that many processes.
     Returns the model `rankdoctor diagnose --format json` prints (``.to_json()``)."""
     from .kb.loader import load_kb as _load
     from .parallel import scan_parallel

@@ -160,7 +160,7 @@ def diagnose(
             if bar:
                 bar.close()
     text_inputs = [i for i in scan.inputs if i.bytes and not any("not a text log" in w for w in i.warnings)]
-    if not text_inputs and not dumps and not scan.stacks:
+    if not text_inputs and not dumps and not scan.stacks and not scan.ras:
         reasons = [w for i in scan.inputs for w in i.warnings]
         if reasons:
             _fail(reasons[0])

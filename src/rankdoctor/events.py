@@ -129,6 +129,7 @@ class ScanResult:
     warnings: list[str] = field(default_factory=list)
     tails: list[Fact] = field(default_factory=list)  # each source's last lines: last signs of life
     stacks: list = field(default_factory=list)  # stack dumps among the inputs (ingest.stacks.StackDump)
+    ras: list = field(default_factory=list)  # NCCL RAS reports among the inputs (ingest.ncclras.Report)
     samples: dict[tuple, Sample] = field(default_factory=dict, repr=False)  # kind of line -> its occurrences
     added: int = 0  # occurrences added so far (numbers them in input order)
     _views: dict[str, list] = field(default_factory=dict, repr=False, compare=False)

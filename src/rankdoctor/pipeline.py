@@ -30,13 +30,16 @@ def diagnose_paths(
     Raises InputError / DumpError for input that cannot be read."""
     dumps, problems, dump_files = dumps_near(paths, fr) if use_fr else ([], [], set())
     sources = [s for s in expand_inputs(paths) if s.name not in dump_files]
+    from .ingest.ncclras import ras_among
     from .ingest.stacks import stacks_among
 
     stacks, stack_files = stacks_among(sources)
-    logs = [s for s in sources if s.name not in stack_files]
-    # nothing but stack dumps: there are no logs to scan, the dumps are the evidence
-    result = scan(logs) if logs or not stacks else ScanResult()
+    ras, ras_files = ras_among([s for s in sources if s.name not in stack_files])
+    logs = [s for s in sources if s.name not in stack_files | ras_files]
+    # nothing but stack dumps or RAS reports: there are no logs to scan, those are the evidence
+    result = scan(logs) if logs or not (stacks or ras) else ScanResult()
     result.stacks = stacks
+    result.ras = ras
     result.warnings.extend(problems)
     report = None
     if dumps:

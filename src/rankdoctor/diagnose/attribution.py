@@ -18,6 +18,7 @@ from ..events import Event, ScanResult
 from ..ingest.prefix import parse_prefix
 from ..kb.loader import KnowledgeBase
 from .launcher import ExitRecord, LauncherSummary, read_launcher
+from .ras import RasEvidence, ras_evidence
 
 # internal event roles besides the knowledge base's cause / symptom / context
 TRACE = "trace"  # the last line of a Python traceback: "XError: message"
@@ -40,6 +41,7 @@ class Attributed:
     seen: set[int]
     world_size: int | None
     stacks: list = field(default_factory=list)  # stack dumps of the ranks (ingest.stacks.StackDump)
+    ras: "RasEvidence | None" = None  # NCCL RAS reports, their ranks mapped to global ranks
 
 
 def attribute(kb: KnowledgeBase, scan: ScanResult) -> Attributed:
@@ -60,7 +62,11 @@ def attribute(kb: KnowledgeBase, scan: ScanResult) -> Attributed:
     seen, world_size = _world(scan, events, summary)
     events = _peer_side(kb, events, seen, world_size)
     seen |= {d.rank for d in scan.stacks if d.rank is not None}
-    return Attributed(events, summary, seen, world_size, list(scan.stacks))
+    ras = ras_evidence(scan.ras, scan.facts, events, world_size) if scan.ras else None
+    if ras is not None:
+        world_size = world_size or ras.world  # the logs' own word first
+        seen |= set(ras.troubles)
+    return Attributed(events, summary, seen, world_size, list(scan.stacks), ras)
 
 
 def _peer_side(kb: KnowledgeBase, events: list[Event], seen: set[int], world_size: int | None) -> list[Event]:

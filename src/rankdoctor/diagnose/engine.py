@@ -30,6 +30,7 @@ from .hypotheses import Hypothesis, generate
 from .model import Diagnosis, InputInfo
 from .present import to_finding
 from .ranktable import End, RankTable, build_rank_table, fingerprints_differ
+from .ras import ras_notes
 from .scoring import Weights, default_weights, posterior
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ def weigh(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, wei
     weights = weights or default_weights()
     att = attribute(kb, scan)
     if fr is not None:
-        att = Attributed(att.events + fr_events(fr), att.summary, att.seen, att.world_size, att.stacks)
+        att = Attributed(att.events + fr_events(fr), att.summary, att.seen, att.world_size, att.stacks, att.ras)
     table = build_rank_table(kb, att, fr)
     failed = _shows_failure(att, table, fr)
     if not failed:
@@ -146,6 +147,7 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, 
     warnings = [x for i in scan.inputs for x in i.warnings] + scan.warnings
     seen = sorted(w.att.seen)
     count = w.att.world_size or (max(seen) + 1 if seen else 0)
+    warnings += ras_notes(w.att.ras, w.failed)
     if not w.failed:
         if w.table.stack_odd:
             from .collectives import compress_ranks
@@ -174,5 +176,9 @@ def _shows_failure(att: Attributed, table: RankTable, fr: "FRReport | None") -> 
         return True
     # TORCH_DISTRIBUTED_DEBUG=DETAIL fingerprints: ranks last entered different collectives
     if fingerprints_differ(table):
+        return True
+    # NCCL RAS: a process or rank it cannot reach (mapped to a global rank or not), stuck
+    # collective counts, or a rank's NCCL error
+    if table.ras_dead or table.ras_behind or (table.ras is not None and table.ras.shows_failure):
         return True
     return fr is not None and fr.verdict in ("mismatch", "hang")

@@ -83,6 +83,8 @@ FEATURES: dict[str, str] = {
     "claim_reporter_only": "the claimed rank's own failure is only its report of a collective mismatch (either side of a mismatch can be the one to report it)",
     "claim_main_busy": "the claimed rank is rank 0, which reports no wait, while lines of long work (progress, checkpoint writes) carry no rank: frameworks print those from the main process",
     "claim_stack_odd": "stack dumps show the claimed ranks' main threads somewhere else than most ranks' (by overlap)",
+    "claim_ras_dead": "NCCL RAS reports the claimed ranks' processes dead or unresponsive, or has no data from them (by overlap)",
+    "claim_ras_behind": "NCCL RAS shows the claimed ranks' collective counts stuck between two snapshots, or behind the other ranks' while those wait (by overlap)",
     "claim_quiet": "the claimed rank stopped working well before the others (log of the gap, 10 min = 1)",
     "claim_late": "the claimed rank kept working after every other rank had stopped (log of the gap)",
     "claim_behind": "the claimed rank's step counter is behind every other rank's",
@@ -264,6 +266,8 @@ def _claim(h: Hypothesis, cx: Context, causes: list[Event], evs: list[Event]) ->
         f["claim_named"] = sum(cx.named.get(r, 0) for r in ranks) / total_named
     f["claim_main_busy"] = float(ranks == {0} and 0 in cx.main_busy)
     f["claim_stack_odd"] = _cover(ranks, table.stack_odd)
+    f["claim_ras_dead"] = _cover(ranks, table.ras_dead)
+    f["claim_ras_behind"] = _cover(ranks, table.ras_behind)
     f["claim_quiet"] = min(_gap_score(cx.quiet.get(r, 0.0), cx.timeout) for r in ranks)
     f["claim_late"] = min(_gap_score(cx.late.get(r, 0.0), cx.timeout) for r in ranks)
     f["claim_behind"] = float(ranks <= cx.behind)

@@ -190,6 +190,10 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
     # collective (a desync), or outside any (late or stuck: a straggler)
     desync |= table.stack_odd_collective
     straggler |= table.stack_odd - table.stack_odd_collective
+    # NCCL RAS: a rank it cannot reach is dead or hung; one whose collective counts are stuck,
+    # or lag while the others wait, is late
+    straggler |= table.ras_dead | table.ras_behind
+    dead |= table.ras_dead
     quiet, late = quiet_gaps(table)
     # a gap shorter than ordinary jitter singles nobody out
     straggler |= {r for r, g in quiet.items() if g >= MIN_GAP}
@@ -262,6 +266,8 @@ def _finding_present(finding: str, table: RankTable, events: list[Event], kb: Kn
         return desync_strength(kb, table, events) > 0
     if finding == "first-collective":
         return first_collective_hang(table)
+    if finding in ("straggler", "dead-peer") and table.ras is not None and table.ras.shows_failure:
+        return True  # NCCL RAS cannot reach a process, or its counts are stuck, though no rank may be known
     if finding == "straggler":
         return bool(fr_kinds & FR_HANG) or bool(coll and coll.kind in ("absent", "uniform"))
     return any(rw.accuses for rw in table.rows.values())

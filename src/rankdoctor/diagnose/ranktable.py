@@ -21,6 +21,7 @@ from ..kb.loader import KnowledgeBase
 from .attribution import ACTIVITY, FATAL, TAIL, TRACE, Attributed
 from .collectives import CollectiveFinding, Report, analyse, collect_reports, minority
 from .launcher import ExitRecord
+from .ras import RasEvidence, suspects_of
 
 if TYPE_CHECKING:
     from ..flightrec.analyze import FRReport
@@ -91,6 +92,11 @@ class RankTable:
     # peers named by waiting lines that no rank could be given ("[1] ... retrieving ncclUniqueId
     # from [0] ..." with no prefix): somebody waited on them, who is not known
     unranked_accuses: dict[int, int] = field(default_factory=dict)
+    # NCCL RAS reports (diagnose/ras.py): ranks it cannot reach (dead, or no data from them),
+    # and ranks whose collective counts are stuck between two snapshots, or lag while others wait
+    ras_dead: set[int] = field(default_factory=set)
+    ras_behind: set[int] = field(default_factory=set)
+    ras: "RasEvidence | None" = None
 
     def row(self, rank: int) -> RankRow:
         return self.rows.get(rank) or RankRow(rank)
@@ -287,8 +293,10 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
     # proxy threads print "Connection closed by localRank N" / "Proxy Call to rank N failed"
     # about their own rank N when it aborts
     unranked_accuses = {r: n for r, n in unranked_accuses.items() if r not in rows}
+    waiting = {r for r, rw in rows.items() if rw.waited}
+    ras_dead, ras_behind = suspects_of(att.ras, waiting)
     return RankTable(rows, expected or set(rows), att.world_size, coll, fingerprints, unranked, fr, stack_odd, stack_odd_collective,
-                     unranked_accuses)
+                     unranked_accuses, ras_dead, ras_behind, att.ras)
 
 
 def _coll_trace_conflict(events: list[Event]) -> dict[int, Event]:
