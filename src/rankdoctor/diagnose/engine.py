@@ -131,6 +131,10 @@ def answers(w: Weighing, weights: Weights) -> list[Answer]:
         # where it started: the likeliest rank set, "unknown" (no rank) competing with the
         # others; a set is named only if it also holds rank_share of the entry's probability
         ranks, p_ranks = max(by_ranks.items(), key=lambda kv: (kv[1], -len(kv[0]), tuple(-r for r in kv[0])))
+        if len(ranks) > 1:
+            # several ranks started it together: the hypotheses naming one or some of them
+            # agree that it started within this set
+            p_ranks = sum(p for rs, p in by_ranks.items() if rs and set(rs) <= set(ranks))
         if entry_p <= 0 or p_ranks / entry_p < weights.rank_share:
             ranks = ()
         rank_p = p_ranks / entry_p if ranks and entry_p > 0 else 1.0

@@ -302,7 +302,12 @@ def _claim(h: Hypothesis, cx: Context, causes: list[Event], evs: list[Event]) ->
     f["claim_job_scope_sole"] = f["claim_job_scope"] * f["claim_sole_failure"]
     if others:
         f["others_waiting"] = len(others & cx.waiting) / len(others)
-        f["others_failed"] = len(others & failing) / len(others)
+        # a numeric failure spreads: once the claimed rank went non-finite first, the gradient
+        # all-reduce hands NaN to every other rank, so their later NaN lines are what the
+        # claim explains, not failures of their own
+        spread = {r for r, rw in table.rows.items() if rw.numeric is not None} if (
+            h.entry.class_ == NUMERIC_CLASS and f["claim_numeric_first"]) else set()
+        f["others_failed"] = len(others & (failing - spread)) / len(others)
         f["claim_explains_all"] = f["claim_sole_failure"] * f["others_waiting"]
     return f
 
