@@ -11,12 +11,14 @@ others wait in are lagging; ranks without a dump are reported with what that hid
 from __future__ import annotations
 
 import ast
+from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..diagnose.collectives import minority
 from ..diagnose.traceback import LIBRARY_PATH
 from .load import Dump
+from .tracks import DONE, Key, Track
 
 # dtypes of equal size: swapping one for another runs silently and corrupts the values
 _DTYPE_BYTES = {
@@ -69,6 +71,16 @@ class Finding:
     culprit_ranks: list[int]
     detail: str
     per_rank: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # set aside by the root-cause pass (analyze._set_collateral_aside): the whole finding only
+    # waits behind another, or these of its culprits do. The views leave them out; the
+    # diagnosis reads every finding as it always has (its weights were fitted on them)
+    collateral: bool = False
+    collateral_ranks: list[int] = field(default_factory=list)
+
+    @property
+    def root_ranks(self) -> list[int]:
+        """The culprits the views name: those that do not only wait behind another finding."""
+        return [r for r in self.culprit_ranks if r not in self.collateral_ranks]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -76,7 +88,7 @@ class Finding:
             "process_group": self.process_group,
             "seq": self.seq,
             "op": self.op,
-            "culprit_ranks": self.culprit_ranks,
+            "culprit_ranks": self.root_ranks,
             "detail": self.detail,
             "per_rank": {str(r): {k: x for k, x in v.items() if k in _PER_RANK_KEYS} for r, v in sorted(self.per_rank.items())},
         }
@@ -97,21 +109,26 @@ class FRReport:
             "verdict": self.verdict,
             "ranks_found": self.ranks_found,
             "ranks_missing": self.ranks_missing,
-            "findings": [f.to_json() for f in self.findings],
+            "findings": [f.to_json() for f in self.shown],
         }
+
+    @property
+    def shown(self) -> list[Finding]:
+        """The findings a reader needs: one per root cause (the rest is in the notes)."""
+        return [f for f in self.findings if not f.collateral]
 
     @property
     def exit_code(self) -> int:
         return {"consistent": 0, "mismatch": 1, "hang": 1, "inconclusive": 3}[self.verdict]
 
     def culprit_ranks(self) -> list[int]:
-        return sorted({r for f in self.findings for r in f.culprit_ranks})
+        return sorted({r for f in self.shown for r in f.root_ranks})
 
     @property
     def culprit(self) -> int | None:
-        for f in self.findings:
-            if len(f.culprit_ranks) == 1:
-                return f.culprit_ranks[0]
+        for f in self.shown:
+            if len(f.root_ranks) == 1:
+                return f.root_ranks[0]
         return None
 
 
@@ -140,40 +157,131 @@ def call_site(frames: Any) -> str | None:
     return None
 
 
-def _pg_key(e: dict[str, Any]) -> str:
-    pg = e.get("process_group")
-    if isinstance(pg, (list, tuple)) and len(pg) == 2:
-        return f"{pg[0]}:{pg[1]}"
-    return f"{e.get('pg_id', '?')}:?"
+def _op(rank: int, t: Track, keys: list[Key], i: int) -> Op:
+    k = keys[t.keys[i]]
+    state = t.state(i)
+    return Op(rank, t.pg, t.seqs[i], False, k.name, k.in_sizes, k.in_dtypes, k.out_sizes, state, t.done(i), k.call_site, t.rids[i])
 
 
-def ops_of(d: Dump) -> list[Op]:
-    out = []
-    for i, e in enumerate(d.entries):
-        p2p = bool(e.get("is_p2p"))
-        seq = e.get("p2p_seq_id") if p2p else e.get("collective_seq_id", e.get("seq_id"))
-        if not isinstance(seq, int):
-            continue
-        name = str(e.get("profiling_name") or "?")
-        name = name.split(":", 1)[1] if ":" in name else name
-        state = str(e.get("state", "?"))
-        out.append(
-            Op(
-                rank=d.rank,
-                pg=_pg_key(e),
-                seq=seq,
-                p2p=p2p,
-                name=name,
-                in_sizes=repr(e.get("input_sizes")),
-                in_dtypes=repr(e.get("input_dtypes")),
-                out_sizes=repr(e.get("output_sizes")),
-                state=state,
-                done=state == "completed" or bool(e.get("retired")),
-                call_site=call_site(e.get("frames")),
-                record_id=int(e.get("record_id", i)) if isinstance(e.get("record_id", i), int) else i,
-            )
-        )
-    return out
+class _Group:
+    """One process group's tracks, rank by rank, with positions by sequence number."""
+
+    def __init__(self, pg: str, dumps: list[Dump]) -> None:
+        self.pg = pg
+        self.tracks: dict[int, Track] = {}
+        self.keys: dict[int, list[Key]] = {}
+        for d in dumps:
+            t = d.summary.tracks.get(pg)
+            if t is not None:
+                self.tracks[d.rank] = t
+                self.keys[d.rank] = d.summary.keys
+        self._pos: dict[int, dict[int, int] | None] = {}
+
+    def position(self, rank: int, seq: int) -> int | None:
+        t = self.tracks.get(rank)
+        if t is None or not len(t.seqs):
+            return None
+        if rank not in self._pos:
+            self._pos[rank] = None if t.contiguous() else t.index()
+        idx = self._pos[rank]
+        if idx is None:
+            i = seq - t.seqs[0]
+            return i if 0 <= i < len(t.seqs) else None
+        return idx.get(seq)
+
+    def at(self, seq: int) -> dict[int, Op]:
+        """Every rank's collective at ``seq``, by rank."""
+        out = {}
+        for r, t in self.tracks.items():
+            i = self.position(r, seq)
+            if i is not None:
+                out[r] = _op(r, t, self.keys[r], i)
+        return out
+
+    def last(self, rank: int) -> Op | None:
+        t = self.tracks.get(rank)
+        if t is None or not len(t.seqs):
+            return None
+        i = max(range(len(t.seqs)), key=t.seqs.__getitem__) if not t.contiguous() else len(t.seqs) - 1
+        return _op(rank, t, self.keys[rank], i)
+
+    def disagreements(self) -> list[int]:
+        """The sequence numbers at which not every rank that ran one ran the same collective
+        from the same line (a superset of where a finding can be): compared as arrays of ids
+        into one table of distinct collectives, a C-speed comparison a rank."""
+        table: dict[Key, int] = {}
+        ids: dict[int, array] = {}
+        for r, t in self.tracks.items():
+            if not len(t.seqs):
+                continue
+            local = [table.setdefault(k, len(table)) for k in self.keys[r]]
+            ids[r] = array("l", map(local.__getitem__, t.keys))
+        if len(table) <= 1:
+            return []
+        if not all(self.tracks[r].contiguous() for r in ids):
+            return self._disagreements_by_seq(ids)
+        windows = {r: (self.tracks[r].seqs[0], self.tracks[r].seqs[-1]) for r in ids}
+        glo = min(lo for lo, _ in windows.values())
+        ghi = max(hi for _, hi in windows.values())
+        ref = array("l", [-1]) * (ghi - glo + 1)
+        flo = fhi = None  # the filled part of ref, one interval
+        for r in sorted(ids, key=lambda r: windows[r]):
+            lo, hi = windows[r]
+            g = ids[r]
+            if flo is None:
+                ref[lo - glo:hi - glo + 1] = g
+                flo, fhi = lo, hi
+            elif lo > fhi + 1:
+                return self._disagreements_by_seq(ids)  # a gap between windows
+            elif hi > fhi:
+                ref[fhi + 1 - glo:hi + 1 - glo] = g[fhi + 1 - lo:]
+                fhi = hi
+        out: set[int] = set()
+        for r, g in ids.items():
+            lo, hi = windows[r]
+            mine = ref[lo - glo:hi - glo + 1]
+            if g != mine:
+                out.update(lo + i for i, (a, b) in enumerate(zip(g, mine)) if a != b)
+        return sorted(out)
+
+    def _disagreements_by_seq(self, ids: dict[int, array]) -> list[int]:
+        first: dict[int, int] = {}
+        odd: set[int] = set()
+        for r, g in ids.items():
+            for s, x in zip(self.tracks[r].seqs, g):
+                if first.setdefault(s, x) != x:
+                    odd.add(s)
+        return sorted(odd)
+
+
+class _Job:
+    """What every group's analysis reads about the dumps, worked out once."""
+
+    def __init__(self, dumps: list[Dump]) -> None:
+        self.dumps = dumps
+        self.cfg: dict[str, set[int]] = {}  # a pg_config key or name -> the ranks it lists
+        for d in dumps:
+            for key, cfg in d.pg_config.items():
+                r = _cfg_ranks(cfg)
+                if r:
+                    self.cfg.setdefault(str(key), set()).update(r)
+                    if isinstance(cfg.get("name"), str) and cfg["name"] != str(key):
+                        self.cfg.setdefault(cfg["name"], set()).update(r)
+        # pg_status keys name groups only where they agree with the entries' group ids (or the
+        # rank recorded nothing at all: a rank that never issued a collective)
+        self.trusted = {d.rank for d in dumps if not d.summary.tracks or _status_keys_match(d)}
+        self.idle = {d.rank for d in dumps if not d.summary.tracks}
+        self.status_keys = {d.rank: {str(k) for k in d.pg_status} for d in dumps}
+
+    def pg_members(self, pg: str) -> set[int]:
+        """The ranks of one process group as pg_config lists them (NCCL dumps); empty when no
+        dump says (gloo in torch 2.13 leaves pg_config empty). A sub-group's collectives are
+        compared only among its members: the other ranks never issue them."""
+        pg_id, _, name = pg.partition(":")
+        return self.cfg.get(pg_id, set()) | self.cfg.get(name, set())
+
+
+_PARSED_RANKS: dict[str, Any] = {}
 
 
 def _cfg_ranks(cfg: Any) -> list[int] | None:
@@ -182,7 +290,15 @@ def _cfg_ranks(cfg: Any) -> list[int] | None:
         return None
     r = cfg.get("ranks")
     if isinstance(r, str):
-        r = _parse(r)
+        if r not in _PARSED_RANKS:  # every rank's dump repeats the default group's 1,024 ranks
+            if len(_PARSED_RANKS) > 4096:
+                _PARSED_RANKS.clear()
+            _PARSED_RANKS[r] = _ranks_of(_parse(r))
+        return _PARSED_RANKS[r]
+    return _ranks_of(r)
+
+
+def _ranks_of(r: Any) -> list[int] | None:
     return list(r) if isinstance(r, (list, tuple)) and all(isinstance(x, int) for x in r) else None
 
 
@@ -197,24 +313,10 @@ def _members(dumps: list[Dump]) -> set[int]:
     return ranks
 
 
-def _pg_members(pg: str, dumps: list[Dump]) -> set[int]:
-    """The ranks of one process group as pg_config lists them (NCCL dumps); empty when no
-    dump says (gloo in torch 2.13 leaves pg_config empty). A sub-group's collectives are
-    compared only among its members: the other ranks never issue them."""
-    pg_id, _, name = pg.partition(":")
-    out: set[int] = set()
-    for d in dumps:
-        for key, cfg in d.pg_config.items():
-            r = _cfg_ranks(cfg)
-            if r and (str(key) in (pg_id, name) or cfg.get("name") in (pg_id, name)):
-                out |= set(r)
-    return out
-
-
-def _status_keys_match(d: Dump, ops: list[Op]) -> bool:
+def _status_keys_match(d: Dump) -> bool:
     """pg_status speaks of the same group ids as the entries (NCCL); gloo's keys are each
     rank's local group numbers, which are not the ids its entries carry."""
-    ids = {o.pg.split(":", 1)[0] for o in ops}
+    ids = {pg.split(":", 1)[0] for pg in d.summary.tracks}
     return bool(ids) and ids <= {str(k) for k in d.pg_status}
 
 
@@ -232,6 +334,17 @@ def _status(d: Dump, pg_id: str) -> tuple[int | None, int | None]:
     return None, None
 
 
+def _wrapped_notes(dumps: list[Dump]) -> list[str]:
+    wrapped = [(d.rank, d.summary.first_record) for d in dumps if isinstance(d.summary.first_record, int) and d.summary.first_record > 0]
+    if len(wrapped) <= 3:
+        return [f"rank {r}'s ring buffer wrapped (first record {f}): only the most recent collectives are compared" for r, f in wrapped]
+    firsts = sorted(f for _, f in wrapped)
+    return [
+        f"the ring buffers of {len(wrapped)} of {len(dumps)} ranks wrapped (first records {firsts[0]}–{firsts[-1]}): "
+        "only the most recent collectives are compared"
+    ]
+
+
 def analyze(dumps: list[Dump]) -> FRReport:
     found = [d.rank for d in dumps]
     members = _members(dumps)
@@ -245,7 +358,7 @@ def analyze(dumps: list[Dump]) -> FRReport:
                 None,
                 None,
                 [],
-                f"no dump from rank(s) {', '.join(map(str, missing))}: they died before dumping (a signal, an abort) "
+                f"no dump from rank(s) {rank_list(missing)}: they died before dumping (a signal, an abort) "
                 "or their dumps were not collected; their collectives cannot be compared",
             )
         )
@@ -254,24 +367,27 @@ def analyze(dumps: list[Dump]) -> FRReport:
         report.notes.append("one dump cannot be compared with anything: collect every rank's dump")
         return report
 
-    by_rank = {d.rank: ops_of(d) for d in dumps}
-    pgs = sorted({op.pg for ops in by_rank.values() for op in ops})
-    for d in dumps:
-        if d.entries and isinstance(d.entries[0].get("record_id"), int) and d.entries[0]["record_id"] > 0:
-            report.notes.append(
-                f"rank {d.rank}'s ring buffer wrapped (first record {d.entries[0]['record_id']}): only the most recent collectives are compared"
-            )
+    job = _Job(dumps)
+    pgs = sorted({pg for d in dumps for pg in d.summary.tracks})
+    report.notes.extend(_wrapped_notes(dumps))
+    groups = {pg: _Group(pg, dumps) for pg in pgs}
     for pg in pgs:
-        _analyze_pg(pg, by_rank, dumps, report)
+        _analyze_pg(pg, groups[pg], job, report)
 
+    _set_collateral_aside(report, groups, job)
     kinds = {f.kind for f in report.findings}
     if kinds & {"type-mismatch", "size-mismatch", "dtype-mismatch", "extra-collective"}:
         report.verdict = "mismatch"
     elif kinds & {"stuck", "lagging"}:
         report.verdict = "hang"
-    elif missing and not any(ops for ops in by_rank.values()):
+    elif missing and not any(d.summary.tracks for d in dumps):
         report.verdict = "inconclusive"
     # a stuck group whose only explanation is a rank without a dump: that rank is the suspect
+    for f in report.findings:
+        absent = sorted(job.pg_members(f.process_group) & set(missing)) if f.kind == "stuck" else []
+        if absent and not f.culprit_ranks:
+            f.culprit_ranks = absent
+            f.detail += f"; every member that dumped enqueued it, and its member(s) {rank_list(absent)} left no dump: they never joined"
     for f in report.findings:
         if f.kind == "stuck" and not f.culprit_ranks and missing and not any(x.kind == "lagging" for x in report.findings):
             f.culprit_ranks = list(missing)
@@ -279,34 +395,29 @@ def analyze(dumps: list[Dump]) -> FRReport:
     return report
 
 
-def _analyze_pg(pg: str, by_rank: dict[int, list[Op]], dumps: list[Dump], report: FRReport) -> None:
-    seqs: dict[tuple[bool, int], dict[int, Op]] = {}
-    for rank, ops in by_rank.items():
-        for op in ops:
-            if op.pg == pg:
-                seqs.setdefault((op.p2p, op.seq), {})[rank] = op
-    ranks_in_pg = sorted({r for per in seqs.values() for r in per})
+def _analyze_pg(pg: str, group: _Group, job: _Job, report: FRReport) -> None:
+    ranks_in_pg = sorted(group.tracks)
     if not ranks_in_pg:
         return
     # 1. the first sequence number where the ranks disagree on what they run
-    for (p2p, seq) in sorted(seqs):
-        per = seqs[(p2p, seq)]
-        if p2p or len(per) < 2:
+    for seq in group.disagreements():
+        per = group.at(seq)
+        if len(per) < 2:
             continue
         shapes = {r: op.shape for r, op in per.items()}
         if len(set(shapes.values())) > 1:
-            report.findings.append(_mismatch(pg, seq, per, by_rank))
+            report.findings.append(_mismatch(pg, seq, per, group))
             return
         sites = {r: op.call_site for r, op in per.items() if op.call_site}
         if len(set(sites.values())) > 1 and _minority(sites):
             # same shape, different line: one rank is running a different collective that
             # happens to look the same (an extra or a skipped one)
             culprits = _minority(sites)
-            counts = {r: len([o for o in by_rank[r] if o.pg == pg and not o.p2p]) for r in per}
+            counts = {r: len(group.tracks[r].seqs) for r in per}
             detail = (
-                f"at seq {seq} every rank runs {per[ranks_in_pg[0]].name} with the same shape, but from different lines: "
-                + "; ".join(f"rank {r} at {op.call_site}" for r, op in sorted(per.items()))
-                + f". Collectives per rank: {', '.join(f'{r}: {n}' for r, n in sorted(counts.items()))}"
+                f"at seq {seq} every rank runs {per[min(per)].name} with the same shape, but from different lines: "
+                + "; ".join(f"{'rank' if len(rs) == 1 else 'ranks'} {rank_list(rs)} at {site}" for site, rs in _by_value({r: op.call_site for r, op in per.items()}))
+                + f". Collectives per rank: {'; '.join(f'{rank_list(rs)}: {n}' for n, rs in _by_value(counts))}"
             )
             report.findings.append(
                 Finding("extra-collective", pg, seq, per[culprits[0]].name, culprits, detail, {r: op.per_rank() for r, op in sorted(per.items())})
@@ -314,33 +425,35 @@ def _analyze_pg(pg: str, by_rank: dict[int, list[Op]], dumps: list[Dump], report
             return
     # 2. how far each rank of the group got
     pg_id = pg.split(":", 1)[0]
-    # pg_status keys name groups only where they agree with the entries' group ids (or the
-    # rank recorded nothing at all: a rank that never issued a collective)
-    trusted = {d.rank for d in dumps if not by_rank[d.rank] or _status_keys_match(d, by_rank[d.rank])}
-    members = _pg_members(pg, dumps) or set(ranks_in_pg) | {
-        d.rank for d in dumps if d.rank in trusted and pg_id in {str(k) for k in d.pg_status}}
+    dumps = job.dumps
+    members = job.pg_members(pg) or set(ranks_in_pg) | {
+        d.rank for d in dumps if d.rank in job.trusted and pg_id in job.status_keys[d.rank]}
     if pg.partition(":")[2] == "default_pg" or pg_id == "0":
-        members |= {d.rank for d in dumps if not by_rank[d.rank]}  # every rank is in the default group
+        members |= job.idle  # every rank is in the default group
     enq: dict[int, int] = {}
     comp: dict[int, int] = {}
     for d in dumps:
         if d.rank not in members:
             continue
-        ops = [o for o in by_rank[d.rank] if o.pg == pg and not o.p2p]
-        e, c = _status(d, pg_id) if d.rank in trusted else (None, None)
-        enq[d.rank] = e if e is not None else max((o.seq for o in ops), default=-1)
-        done = [o.seq for o in ops if o.done]
-        comp[d.rank] = c if c is not None else max(done, default=-1)
+        t = group.tracks.get(d.rank)
+        e, c = _status(d, pg_id) if d.rank in job.trusted else (None, None)
+        enq[d.rank] = e if e is not None else _max_seq(t)
+        comp[d.rank] = c if c is not None else _max_done(t)
     top = max(enq.values())
+    if any(t.last_seen_completed and _max_seq(t) == top for r, t in group.tracks.items() if r in enq):
+        # a member saw collective `top` end: every member joined it. Those whose dumps show
+        # it pending, or not yet issued, dumped before they saw it end (dumps taken at exit,
+        # each at its own moment): nothing is stuck here
+        return
     lagging = sorted(r for r, v in enq.items() if v < top)
     waiting = sorted(r for r, v in enq.items() if v == top and comp.get(r, -1) < top)
     if lagging and len(lagging) < len(enq):
         ahead = [r for r in enq if enq[r] == top]
-        head = seqs.get((False, top), {})
+        head = group.at(top)
         sample = head.get(ahead[0]) if ahead else None
         per = {r: op.per_rank() for r, op in sorted(head.items())}
         for r in lagging:
-            last = max((o for o in by_rank[r] if o.pg == pg and not o.p2p), key=lambda o: o.seq, default=None)
+            last = group.last(r)
             per[r] = {"op": None, "sizes": None, "dtypes": None, "call_site": last.call_site if last else None,
                       "state": f"last enqueued seq {enq[r]}"}
         report.findings.append(
@@ -350,14 +463,14 @@ def _analyze_pg(pg: str, by_rank: dict[int, list[Op]], dumps: list[Dump], report
                 top,
                 sample.name if sample else None,
                 lagging,
-                f"ranks {', '.join(map(str, ahead))} issued collective {top}"
+                f"ranks {rank_list(ahead)} issued collective {top}"
                 + (f" ({sample.name} at {sample.call_site})" if sample else "")
-                + f"; rank(s) {', '.join(map(str, lagging))} stopped at {', '.join(str(enq[r]) for r in lagging)} and never issued it",
+                + f"; rank(s) {rank_list(lagging)} stopped at {_stops(lagging, enq)} and never issued it",
                 per,
             )
         )
     elif waiting:
-        head = seqs.get((False, top), {})
+        head = group.at(top)
         sample = next(iter(head.values()), None)
         report.findings.append(
             Finding(
@@ -366,18 +479,161 @@ def _analyze_pg(pg: str, by_rank: dict[int, list[Op]], dumps: list[Dump], report
                 top,
                 sample.name if sample else None,
                 [],
-                f"ranks {', '.join(map(str, waiting))} never completed collective {top}"
+                f"ranks {rank_list(waiting)} never completed collective {top}"
                 + (f" ({sample.name} at {sample.call_site})" if sample else ""),
                 {r: op.per_rank() for r, op in sorted(head.items())},
             )
         )
 
 
-def _unique_sites(pg: str, per: dict[int, Op], by_rank: dict[int, list[Op]]) -> list[int]:
+_MISMATCH = frozenset({"type-mismatch", "size-mismatch", "dtype-mismatch", "extra-collective"})
+
+
+def rank_list(ranks: Any, most: int = 8) -> str:
+    """Ranks for a sentence: all of them up to ``most``, else runs and strides
+    ("0-7", "3, 11, …, 1019 (128 ranks)"): a thousand numbers help nobody."""
+    rs = sorted(set(ranks))
+    if len(rs) <= most:
+        return ", ".join(map(str, rs))
+    runs: list[str] = []
+    i = 0
+    while i < len(rs):
+        j = i
+        while j + 1 < len(rs) and rs[j + 1] == rs[j] + 1:
+            j += 1
+        runs.append(str(rs[i]) if i == j else f"{rs[i]}-{rs[j]}")
+        i = j + 1
+    if len(runs) <= most:
+        return ", ".join(runs)
+    step = rs[1] - rs[0]
+    if all(b - a == step for a, b in zip(rs, rs[1:])):
+        return f"{rs[0]}, {rs[1]}, …, {rs[-1]} ({len(rs)} ranks, every {step})"
+    return ", ".join(runs[:most - 2]) + f", …, {runs[-1]} ({len(rs)} ranks)"
+
+
+def _stops(lagging: list[int], enq: dict[int, int]) -> str:
+    seqs = {enq[r] for r in lagging}
+    return str(seqs.pop()) if len(seqs) == 1 else ", ".join(str(enq[r]) for r in lagging)
+
+
+def _by_value(values: dict[int, Any]) -> list[tuple[Any, list[int]]]:
+    out: dict[Any, list[int]] = {}
+    for r, v in sorted(values.items()):
+        out.setdefault(v, []).append(r)
+    return list(out.items())
+
+
+def _set_collateral_aside(report: FRReport, groups: dict[str, _Group], job: _Job) -> None:
+    """Keep one finding per root cause; the groups that only wait behind it become one note.
+
+    A rank waits in a group when its latest collective there is not done. A rank that lags
+    in group G (never issued G's collective) while it waits in another group H with a
+    finding is collateral in G: it cannot issue anything before H's collective ends (NCCL
+    queues a rank's collectives on its streams; gloo runs them one at a time). A group where
+    every member issued the collective and none completed is collateral when one of its
+    members queued it behind a collective still pending in another such group. Collateral
+    resolves through such chains down to the root: a rank that lags without waiting anywhere
+    (it stopped on its own), a group stuck with nothing before it, or a mismatch. Findings on
+    a cycle with no root (ranks waiting on each other) stay as they are."""
+    flagged = {f.process_group: f for f in report.findings if f.kind in _MISMATCH or f.kind in ("lagging", "stuck")}
+    if len(flagged) < 2:
+        return
+    # where each rank waits: groups with a finding whose collective it has issued and not done
+    waits: dict[int, list[tuple[str, int]]] = {}  # rank -> [(group, record id of its pending collective)]
+    for pg in flagged:
+        g = groups.get(pg)
+        if g is None:
+            continue
+        for r, t in g.tracks.items():
+            n = len(t.seqs)
+            if n and not t.done(n - 1):
+                waits.setdefault(r, []).append((pg, t.rids[n - 1]))
+    settled: dict[str, bool] = {}  # group -> explained by a root (True) / a root itself
+    lag_blocked: dict[str, list[int]] = {}
+    for pg, f in flagged.items():
+        if f.kind in _MISMATCH:
+            settled[pg] = True
+        elif f.kind == "lagging":
+            roots = [r for r in f.culprit_ranks if not any(h != pg for h, _ in waits.get(r, []))]
+            if roots:
+                settled[pg] = True
+            lag_blocked[pg] = [r for r in f.culprit_ranks if r not in roots]
+    collateral: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for pg, f in flagged.items():
+            if pg in collateral or (settled.get(pg) and not lag_blocked.get(pg)):
+                continue
+            behind = _behind(pg, f, groups, waits, lag_blocked)
+            if behind and all(h in collateral or settled.get(h) for h in behind):
+                if f.kind == "lagging" and settled.get(pg):
+                    # some of its laggards stopped on their own: they stay the culprits
+                    f.collateral_ranks = list(lag_blocked[pg])
+                    lag_blocked[pg] = []
+                else:
+                    collateral.add(pg)
+                changed = True
+            elif f.kind == "stuck" and not behind and pg not in settled:
+                settled[pg] = True  # stuck with nothing pending before it: a root
+                changed = True
+    if not collateral:
+        return
+    for f in report.findings:
+        f.collateral = f.process_group in collateral
+    names = sorted(collateral, key=lambda pg: (flagged[pg].kind, pg))
+    shown = ", ".join(f"{pg} ({flagged[pg].kind} at seq {flagged[pg].seq})" for pg in names[:4])
+    more = f" and {len(names) - 4} more" if len(names) > 4 else ""
+    report.notes.append(f"{len(names)} other group(s) only wait behind the finding(s) below (their ranks are queued behind them): {shown}{more}")
+
+
+def _behind(pg: str, f: Finding, groups: dict[str, _Group], waits: dict[int, list[tuple[str, int]]],
+            lag_blocked: dict[str, list[int]]) -> set[str]:
+    """The other flagged groups this group's finding waits behind."""
+    if f.kind == "lagging":
+        ranks = lag_blocked.get(pg, [])
+        out = set()
+        for r in ranks:
+            hs = {h for h, _ in waits.get(r, []) if h != pg}
+            if not hs:
+                return set()
+            out |= hs
+        return out
+    if f.kind != "stuck" or f.seq is None:
+        return set()
+    g = groups[pg]
+    out = set()
+    for r, t in g.tracks.items():
+        i = g.position(r, f.seq)
+        if i is None or t.done(i):
+            continue
+        rid = t.rids[i]
+        out |= {h for h, hr in waits.get(r, []) if h != pg and hr < rid}
+    return out
+
+
+def _max_seq(t: Track | None) -> int:
+    if t is None or not len(t.seqs):
+        return -1
+    return t.seqs[-1] if t.contiguous() else max(t.seqs)
+
+
+def _max_done(t: Track | None) -> int:
+    if t is None:
+        return -1
+    if t.contiguous():
+        for i in range(len(t.seqs) - 1, -1, -1):
+            if t.states[i] & DONE:
+                return t.seqs[i]
+        return -1
+    return max((s for s, st in zip(t.seqs, t.states) if st & DONE), default=-1)
+
+
+def _unique_sites(pg: str, per: dict[int, Op], group: _Group) -> list[int]:
     """With no majority (two ranks, equal camps): the ranks whose pending call site never
     occurs in any other rank's history. Their collective is one the others never issue
     (an extra, rank-conditional collective); the others' site is ordinary code."""
-    history = {r: {o.call_site for o in ops if o.pg == pg and o.call_site} for r, ops in by_rank.items()}
+    history = {r: t.sites for r, t in group.tracks.items()}
     odd = [
         r for r, op in per.items()
         if op.call_site and not any(op.call_site in sites for q, sites in history.items() if q != r)
@@ -385,7 +641,7 @@ def _unique_sites(pg: str, per: dict[int, Op], by_rank: dict[int, list[Op]]) -> 
     return sorted(odd) if odd and len(odd) < len(per) else []
 
 
-def _mismatch(pg: str, seq: int, per: dict[int, Op], by_rank: dict[int, list[Op]] | None = None) -> Finding:
+def _mismatch(pg: str, seq: int, per: dict[int, Op], group: _Group | None = None) -> Finding:
     names = {r: op.name for r, op in per.items()}
     sizes = {r: (op.in_sizes, op.out_sizes) for r, op in per.items()}
     dtypes = {r: op.in_dtypes for r, op in per.items()}
@@ -395,13 +651,16 @@ def _mismatch(pg: str, seq: int, per: dict[int, Op], by_rank: dict[int, list[Op]
         kind, culprits = "size-mismatch", _minority(sizes)
     else:
         kind, culprits = "dtype-mismatch", _minority(dtypes)
-    desc = "; ".join(f"rank {r}: {op.name} {op.in_sizes} {op.in_dtypes} at {op.call_site}" for r, op in sorted(per.items()))
+    same: dict[str, list[int]] = {}
+    for r, op in sorted(per.items()):
+        same.setdefault(f"{op.name} {op.in_sizes} {op.in_dtypes} at {op.call_site}", []).append(r)
+    desc = "; ".join(f"{'rank' if len(rs) == 1 else 'ranks'} {rank_list(rs)}: {what}" for what, rs in same.items())
     detail = f"at seq {seq} the ranks run different collectives: {desc}"
     if kind == "dtype-mismatch":
         widths = {_DTYPE_BYTES.get(str(_parse(op.in_dtypes)[0]) if isinstance(_parse(op.in_dtypes), list) and _parse(op.in_dtypes) else "", 0) for op in per.values()}
         if len(widths) == 1 and 0 not in widths:
             detail += " — the dtypes have the same size, so the collective runs without an error and silently mixes bit patterns"
-    if not culprits and by_rank is not None and (odd := _unique_sites(pg, per, by_rank)):
+    if not culprits and group is not None and (odd := _unique_sites(pg, per, group)):
         culprits = odd
         who = f"rank {odd[0]} runs" if len(odd) == 1 else f"ranks {', '.join(map(str, odd))} run"
         detail += f" — {who} a collective from a line no other rank ever reached: an extra collective"

@@ -17,10 +17,19 @@ named like one may be anything, so reading one is bounded (``ingest/dumpfile.py`
 The bounds are far above what torch writes: its 2,000-entry ring (``TORCH_FR_BUFFER_SIZE``)
 with 40-frame stacks is about 210,000 opcodes and 9 MB written out (frames shared), and its
 JSON dump is about 30 values an entry. Anything over them is "not a usable dump", one line.
+
+A thousand ranks' dumps go through a fast lane first (:func:`_fast_unpickle`): a pickle of
+at most ``MAX_PICKLE_OPS`` bytes (so at most that many opcodes) whose opcodes a scan shows
+to be only those torch's pickler writes, memo indexes included, with few floats and tuples
+(the values that can be made to share one hash), is read by pickle's C unpickler with every
+class lookup refused; its entries are then checked field by field while they are summarized
+(``tracks.summarize``). Anything else, or anything that fails there, is read the guarded
+way above: the answers and the error messages are the guarded reader's.
 """
 
 from __future__ import annotations
 
+import gc
 import io
 import os
 import pickle
@@ -42,6 +51,7 @@ from ..ingest.dumpfile import (
     read_regular,
 )
 from ..ingest.sources import walk_files
+from .tracks import NotTorchShaped, Summary, summarize
 
 MAX_DUMP_BYTES = 32 << 20
 MAX_PICKLE_OPS = 2_000_000  # the pure-Python unpickler keeps at most ~75 bytes an opcode
@@ -172,10 +182,17 @@ class Dump:
     path: str
     rank: int
     version: str
-    entries: list[dict[str, Any]]
+    summary: Summary
     pg_config: dict[str, Any] = field(default_factory=dict)
     pg_status: dict[str, Any] = field(default_factory=dict)
     backend: str | None = None
+
+    @property
+    def entries(self) -> list[dict[str, Any]]:
+        """The dump's entries, read again (the guarded way) when asked for: the analysis
+        keeps only the summary, so that a thousand dumps fit in memory."""
+        obj = _decode(read_regular(self.path, MAX_DUMP_BYTES), self.path)
+        return [e for e in obj["entries"] if isinstance(e, dict)]
 
 
 def _unpickle(data: bytes, path: str) -> tuple[Any, set[int]]:
@@ -191,6 +208,78 @@ def _unpickle(data: bytes, path: str) -> tuple[Any, set[int]]:
     except Exception as exc:  # whatever crafted bytes make the unpickler trip on: one line, no traceback
         detail = str(exc).splitlines()[0][:80] if str(exc) else ""
         raise DumpError(f"{path}: not a usable dump (not a readable pickle: {type(exc).__name__}{': ' + detail if detail else ''})") from exc
+
+
+class _FastUnpickler(pickle.Unpickler):
+    """pickle's C unpickler; a class or function lookup, the only way a pickle runs code, is
+    refused (the scan in :func:`_fast_unpickle` lets no such opcode through anyway)."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise UnsafePickle(f"refused: the pickle asks for {module}.{name}")
+
+    def persistent_load(self, pid: Any) -> Any:
+        raise UnsafePickle("refused: the pickle uses persistent ids")
+
+
+# runs of the opcodes torch's pickler writes that need no look at their argument: containers,
+# MARK, POP, None and booleans, memo gets and puts (a put's index below 2**19, so the memo
+# array stays under 8 MB), small integers and 8-byte LONG1 (nanosecond times); FRAME and
+# MEMOIZE of protocol 4. Strings, other LONG1, floats and tuples are stepped over one by one.
+_PLAIN_RUN = re.compile(
+    rb"(?:[hqK].|[}\](euas0N\x88\x89)\x94\x85\x86\x87]|r..[\x00-\x07]\x00|M..|[Jj]....|\x8a\x08.{8}|G.{8}|\x95.{8})*+",
+    re.S,
+)
+# floats and tuples can be made to share one hash (a dict of them as keys then costs the
+# square of their number); their opcode bytes, counted anywhere, bound how many there are
+_HASHABLE_OPS = (b"\x85", b"\x86", b"\x87", b"G")
+_MAX_HASHABLE = 8192
+
+
+def _fast_scan(data: bytes) -> bool:
+    """True when every opcode is one torch's pickler writes, within the bounds above."""
+    if len(data) > MAX_PICKLE_OPS or len(data) < 3 or data[:1] != b"\x80" or data[1] not in (2, 3, 4):
+        return False
+    if sum(data.count(op) for op in _HASHABLE_OPS) > _MAX_HASHABLE:
+        return False
+    pos, end = 2, len(data) - 1
+    match = _PLAIN_RUN.match
+    while True:
+        pos = match(data, pos).end()
+        if pos >= end:
+            return pos == end and data[end] == 0x2E  # STOP, last
+        op = data[pos]
+        if op == 0x58:  # BINUNICODE
+            pos += 5 + int.from_bytes(data[pos + 1:pos + 5], "little")
+        elif op == 0x8C:  # SHORT_BINUNICODE
+            pos += 2 + data[pos + 1]
+        elif op == 0x8A and data[pos + 1] <= 8:  # LONG1 of at most 64 bits
+            pos += 2 + data[pos + 1]
+        else:
+            return False
+
+
+def _fast_unpickle(data: bytes) -> dict[str, Any] | None:
+    """The dump, when the fast lane can read it; None sends it the guarded way."""
+    if not _fast_scan(data):
+        return None
+    gc_was = gc.isenabled()
+    gc.disable()  # plain, acyclic data: the collector would walk it again and again
+    try:
+        obj = _FastUnpickler(io.BufferedReader(io.BytesIO(data), 1 << 20)).load()
+    except Exception:  # noqa: BLE001  the guarded reader says what is wrong with it
+        return None
+    finally:
+        if gc_was:
+            gc.enable()
+    if type(obj) is not dict or type(obj.get("entries")) is not list or not all(type(k) is str for k in obj):
+        return None
+    if type(obj.get("version", "")) not in (str, int, float):
+        return None
+    for part in ("pg_config", "pg_status"):
+        v = obj.get(part, {})
+        if type(v) is not dict or not all(type(k) is str and type(x) is dict and all(type(kk) is str for kk in x) for k, x in v.items()):
+            return None
+    return obj
 
 
 def _measure(meter: Meter, obj: Any, limit: int, context: str, remember: bool = False) -> None:
@@ -243,24 +332,54 @@ def load_dump(path: str, rank: int | None = None, prefix: str | None = None) -> 
         raise DumpError(f"{path}: {exc}") from exc
     except Unusable as exc:
         raise DumpError(f"{path}: not a usable dump ({exc})") from exc
-    obj = _decode(data, path)
-    del data  # the bytes are not needed while the entries are looked at
-    entries = [e for e in obj["entries"] if isinstance(e, dict)]
-    backend = None
-    for e in entries:
-        name = str(e.get("profiling_name") or "")
-        if ":" in name:
-            backend = name.split(":", 1)[0]
-            break
+    obj = _fast_unpickle(data)
+    summary = None
+    if obj is not None:
+        try:
+            summary = summarize(obj["entries"], strict=True)
+        except NotTorchShaped:
+            obj = None
+    if obj is None:
+        obj = _decode(data, path)
+        del data  # the bytes are not needed while the entries are looked at
+        summary = summarize(obj["entries"])
     return Dump(
         path=str(path),
         rank=r,
         version=str(obj.get("version", "?")),
-        entries=entries,
+        summary=summary,
         pg_config=obj.get("pg_config") if isinstance(obj.get("pg_config"), dict) else {},
         pg_status=obj.get("pg_status") if isinstance(obj.get("pg_status"), dict) else {},
-        backend=backend,
+        backend=summary.backend,
     )
+
+
+def _load_one(job: tuple[str, int | None, str | None]) -> Dump | DumpError:
+    """One dump for a worker process; a dump error comes back as a value."""
+    try:
+        return load_dump(*job)
+    except DumpError as exc:
+        return exc
+
+
+_PARALLEL_FROM = 32  # dumps; fewer are read in process (a worker costs ~20 ms to start)
+
+
+def _load_many(jobs: list[tuple[str, int | None, str | None]]) -> list[Dump | DumpError]:
+    """Dumps read by worker processes (fork), one per core, when there are many of them."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if len(jobs) < _PARALLEL_FROM or cores < 2 or "fork" not in _start_methods():
+        return [_load_one(j) for j in jobs]
+    import multiprocessing
+
+    with multiprocessing.get_context("fork").Pool(min(cores, 8)) as pool:
+        return pool.map(_load_one, jobs, chunksize=max(1, len(jobs) // (4 * min(cores, 8))))
+
+
+def _start_methods() -> list[str]:
+    import multiprocessing
+
+    return multiprocessing.get_all_start_methods()
 
 
 def _looks_like_dump(head: bytes) -> bool:
@@ -320,13 +439,12 @@ def load_dumps(paths: list[str], prefix: str | None = None, ranks: list[int] | N
         raise DumpError(f"--rank was given {len(ranks)} time(s) for {len(files)} dump file(s)")
     dumps: list[Dump] = []
     seen: dict[int, str] = {}
-    for i, f in enumerate(files):
-        try:
-            d = load_dump(f, ranks[i] if ranks else None, prefix)
-        except UnsafePickle:
-            raise
-        except DumpError as exc:
-            problems.append(str(exc))
+    loaded = _load_many([(f, ranks[i] if ranks else None, prefix) for i, f in enumerate(files)])
+    for f, d in zip(files, loaded):
+        if isinstance(d, UnsafePickle):
+            raise d
+        if isinstance(d, DumpError):
+            problems.append(str(d))
             continue
         if d.rank in seen:
             problems.append(f"{f}: rank {d.rank} already read from {seen[d.rank]}; ignored")
