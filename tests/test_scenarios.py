@@ -77,3 +77,17 @@ def test_healthy_runs_fire_nothing(kb, scanner, case):
 
 def test_there_is_a_healthy_corpus():
     assert len(HEALTHY) >= 2
+
+
+def test_eval_reports_each_lab_fault_by_kind_of_evidence(kb, scanner):
+    from rankdoctor.evaluate import evidence_table, fault_kind, view_outcomes
+
+    assert fault_kind(Path("lab-pg2d/hang-gil-tp2dp4-r4-s3")) == "hang-gil"
+    assert fault_kind(Path("lab-matrix/two-sigkill-w4-r1r3")) == "two-sigkill"
+    assert fault_kind(Path("lab/straggler-rank0")) == "straggler-rank0"
+    case = SCENARIOS / "lab-pg2d" / "hang-gil-tp2dp4-r4-s3"  # logs, Flight Recorder dumps and py-spy stacks
+    views = view_outcomes(kb, scanner, case)
+    assert set(views) == {"all", "logs only", "dumps only", "stacks only"}
+    assert views["all"].class_ok and views["all"].rank_ok
+    text = evidence_table([(case, views)])
+    assert text.splitlines()[1].startswith("hang-gil") and "TOTAL" in text.splitlines()[-1]

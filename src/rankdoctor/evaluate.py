@@ -11,6 +11,7 @@ evidence, except Flight Recorder dumps and command notes.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections import defaultdict
 from dataclasses import dataclass
@@ -174,6 +175,69 @@ def run_case(kb: KnowledgeBase, scanner: Scanner, case: Path, paths: list[str] |
     )
 
 
+VIEWS = ("all", "logs only", "dumps only", "stacks only")
+
+
+def fault_kind(case: Path) -> str:
+    """The lab fault a run injected, from its folder name: the matrix's variants of one fault
+    (world size, culprit ranks, layout, step, console options) are one kind."""
+    return re.sub(r"-(?:w\d+\b|tp\d+dp\d+|pp\d+tp\d+dp\d+).*$", "", case.name)
+
+
+def view_outcomes(kb: KnowledgeBase, scanner: Scanner, case: Path) -> dict[str, Outcome]:
+    """The case diagnosed from each kind of evidence it holds on its own: its logs, its
+    Flight Recorder dumps, its stack dumps, and all of them (the views it cannot make are
+    left out)."""
+    from .ingest.sources import expand_inputs
+    from .ingest.stacks import stacks_among
+    from .pipeline import diagnose_paths
+
+    label = read_label(case)
+    paths = evidence_paths(case)
+    _, stack_files = stacks_among(expand_inputs(paths))
+    stack_paths = [p for p in paths if p in stack_files]
+    logs = [p for p in paths if p not in stack_files]
+    views: dict[str, tuple[list[str], bool]] = {"all": (paths, True)}
+    if has_dumps(case) or stack_paths:
+        views["logs only"] = (logs, False)
+    if has_dumps(case):
+        views["dumps only"] = ([], True)
+    if stack_paths:
+        views["stacks only"] = (stack_paths, False)
+    out = {}
+    for name, (ps, use_fr) in views.items():
+        d, _, _ = diagnose_paths(kb, ps, lambda sources: scan_sources(kb, sources, scanner), fr=[str(case)], use_fr=use_fr)
+        top = d.diagnoses[0] if d.diagnoses else None
+        out[name] = Outcome(case.name, label["class"], label["rank"], label["also"], top.klass if top else None,
+                            top.initiating_rank if top else None, d.verdict, label["ranks"] or None,
+                            list(top.initiating_ranks) if top else None, top.confidence if top else None)
+    return out
+
+
+def evidence_table(rows: list[tuple[Path, dict[str, Outcome]]]) -> str:
+    """Per lab fault kind and per kind of evidence: class right and rank right."""
+    per: dict[str, dict[str, list[Outcome]]] = defaultdict(lambda: defaultdict(list))
+    for case, views in rows:
+        for v, o in views.items():
+            per[fault_kind(case)][v].append(o)
+            per["TOTAL"][v].append(o)
+
+    def cell(os_: list[Outcome]) -> str:
+        if not os_:
+            return "-"
+        failed = [o for o in os_ if o.failed_run]
+        lab = [o for o in failed if o.rank_labelled]
+        healthy = [o for o in os_ if not o.failed_run]
+        if not failed:
+            return f"healthy {sum(o.got_class is None for o in healthy)}/{len(healthy)}"
+        return f"{sum(o.class_ok for o in failed)}/{len(failed)} {sum(o.rank_ok for o in lab)}/{len(lab)}"
+
+    lines = [f"{'lab fault (class right, rank right)':34s} " + " ".join(f"{v:>14s}" for v in VIEWS)]
+    for k in sorted(per, key=lambda k: (k == "TOTAL", k)):
+        lines.append(f"{k:34s} " + " ".join(f"{cell(per[k][v]):>14s}" for v in VIEWS))
+    return "\n".join(lines)
+
+
 def table(outcomes: list[Outcome]) -> str:
     """Per labelled class: runs, class right, rank right (where the label has a rank)."""
     per: dict[str, list[Outcome]] = defaultdict(list)
@@ -334,6 +398,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(_outcome_line(case, o, " (logs only)"))
     if logs_only:
         print(summary_line("with dumps, logs only", summary(logs_only)))
+    # the lab's runs by the fault they injected and the kind of evidence read
+    lab = [(case, view_outcomes(kb, scanner, case)) for case, _ in outcomes if case.parent.name.startswith("lab")]
+    if lab:
+        print()
+        print(evidence_table(lab))
     _print_calibration()
     if a.lock:
         root = a.lock.parent
