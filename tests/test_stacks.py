@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rankdoctor.ingest.stacks import group_by_stack, outliers, parse_stack_dump, read_stack_dumps
 
-from .conftest import run_cli
+from .conftest import SCENARIOS, run_cli
 
 STACKS = Path(__file__).parent / "scenarios" / "lab-stacks"
 PYSPY = STACKS / "silent-hang-pyspy-w4-r1"
@@ -92,3 +92,15 @@ def test_diagnose_with_nothing_but_stack_dumps_says_what_it_read(tmp_path):
     out = r.stdout.decode()
     assert r.returncode == 0  # a stack dump alone does not prove a hang
     assert "4 stack dump(s) read: rank(s) 1 are somewhere else than the others" in out
+
+
+def test_diagnose_with_stack_dumps_of_a_hung_job_alone_names_the_odd_rank(tmp_path):
+    # lab-pg2d: rank 4 holds the GIL in its own code while the other 7 wait inside collectives;
+    # stacks only, no logs: most ranks waiting in a collective is how a hung job looks
+    src = SCENARIOS / "lab-pg2d" / "hang-gil-tp2dp4-r4-s3" / "stacks"
+    for f in src.iterdir():
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+    r = run_cli("diagnose", str(tmp_path), "--format", "json")
+    d = json.loads(r.stdout)
+    assert r.returncode in (1, 3) and d["diagnoses"][0]["initiating_rank"] == 4
+    assert d["diagnoses"][0]["class"] == "straggler-timeout"

@@ -68,7 +68,9 @@ def weigh(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, wei
     if fr is not None:
         att = Attributed(att.events + fr_events(fr), att.summary, att.seen, att.world_size, att.stacks, att.ras)
     table = build_rank_table(kb, att, fr)
-    failed = _shows_failure(att, table, fr)
+    # stack dumps that are the only evidence, most ranks waiting in a collective and some
+    # elsewhere: stacks taken of a job that hung (with logs, the logs say whether it failed)
+    failed = _shows_failure(att, table, fr) or (table.stack_hang and not scan.inputs)
     if not failed:
         return Weighing(att, table, None, [], 1.0, False)
     cx = context(kb, table, att.events)

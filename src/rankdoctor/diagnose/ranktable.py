@@ -98,6 +98,9 @@ class RankTable:
     ras_behind: set[int] = field(default_factory=set)
     ras: "RasEvidence | None" = None
 
+    # most ranks' stacks wait inside a collective while some are elsewhere: how a hung job looks
+    stack_hang: bool = False
+
     def row(self, rank: int) -> RankRow:
         return self.rows.get(rank) or RankRow(rank)
 
@@ -272,6 +275,7 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
                 row(r).fr_kinds.add(finding.kind)
     stack_odd: set[int] = set()
     stack_odd_collective: set[int] = set()
+    stack_hang = False
     if att.stacks:
         from ..ingest.stacks import group_by_stack, in_collective, outliers
 
@@ -281,6 +285,7 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
         # ranks inside another collective than most are a desync only when every rank is in
         # one: while some rank is outside any (busy, stuck in its own code), the others wait
         # in whichever collective their group reached (a TP group in one, DP in another)
+        stack_hang = bool(stack_odd) and in_collective(groups[0].where)
         if all(in_collective(g.where) for g in groups):
             stack_odd_collective = {r for g in odd_groups for r in g.ranks}
         else:
@@ -296,7 +301,7 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
     waiting = {r for r, rw in rows.items() if rw.waited}
     ras_dead, ras_behind = suspects_of(att.ras, waiting)
     return RankTable(rows, expected or set(rows), att.world_size, coll, fingerprints, unranked, fr, stack_odd, stack_odd_collective,
-                     unranked_accuses, ras_dead, ras_behind, att.ras)
+                     unranked_accuses, ras_dead, ras_behind, att.ras, stack_hang=stack_hang)
 
 
 def _coll_trace_conflict(events: list[Event]) -> dict[int, Event]:
