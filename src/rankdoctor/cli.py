@@ -236,6 +236,39 @@ def _emit(text: str, output: Optional[Path]) -> None:
         sys.stdout.write(text)
 
 
+@app.command()
+def watch(
+    paths: list[str] = typer.Argument(..., metavar="PATH", help="Growing log files, folders (a torchrun --log-dir: a new file is a new rank), or - for a pipe."),
+    fmt: Format = typer.Option(Format.text, "--format", "-f", help="text (a live view on a terminal, one line per change otherwise) or json (a rankdoctor.diagnosis/v1 document per line on every change)."),
+    silent_after: float = typer.Option(60.0, "--silent-after", min=0.1, metavar="SECONDS", help="Warn when a rank writes nothing for this long while the others write."),
+    entries: Optional[Path] = typer.Option(None, "--entries", help="Use another knowledge-base directory.", hidden=True),
+) -> None:
+    """Follow a live run's logs and keep its diagnosis current.
+
+    Follows growing files through rotation and truncation, new files in folders, and a pipe (kubectl logs -f --prefix ... | rankdoctor watch -). Warns when a rank goes silent while the others write.
+
+    Ctrl-C or SIGTERM ends it with exit status 0; when a watched pipe ends, the exit status is diagnose's (0 no failure found, 1 diagnosed, 3 inconclusive).
+    """
+    _text_or_json(fmt, "watch")
+    from rich.console import Console
+
+    from .ingest.sources import InputError
+    from .watch import Watcher
+    from .watch.live import StopOnSignals, run
+
+    with StopOnSignals() as stop:
+        if stop.signalled:  # (during the imports)
+            raise typer.Exit(0)
+        kb = _load_kb(entries, check=False)
+        try:
+            watcher = Watcher(paths, kb=kb, entries=entries, silent_after=silent_after)
+        except InputError as exc:
+            _fail(str(exc))
+        stop.attach(watcher)
+        last = run(watcher, fmt.value, Console())
+    raise typer.Exit(0 if stop.signalled or last is None else last.diagnosis.exit_code)
+
+
 @kb_app.command("list")
 def kb_list(
     klass: Optional[str] = typer.Option(None, "--class", help="Only entries of this class."),
