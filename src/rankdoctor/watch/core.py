@@ -12,10 +12,11 @@ source keeps the scanner's ``Cursor`` (lines so far, the bytes before the next r
 traceback context, its prefix dialect), so appended bytes are scanned as the next chunk of
 the same source and old bytes are never read again; the scanner folds repeated lines, so
 memory stays flat however long the run. The engine (``diagnose``) is re-run on that result
-when something new matched, when ranks or files appear, when a rank goes silent or writes
-again, and every ``rediagnose`` seconds while lines arrive; an ``Update`` goes to the
-subscribers when the diagnosis changed, when silence changed, or when something happened to
-an input (a new file, a rotation, a truncation).
+when a new kind of line matched (a signature or fact on a source and rank where it had not),
+when ranks or files appear, when a rank goes silent or writes again, and every
+``rediagnose`` seconds while lines arrive (repeats of a kind, the ranks' last activity);
+an ``Update`` goes to the subscribers when the diagnosis changed, when silence changed, or
+when something happened to an input (a new file, a rotation, a truncation).
 
 A rank's last sign of life is the wall-clock time its last line was read: a rank is silent
 when it wrote nothing for ``silent_after`` seconds while at least half of the others wrote
@@ -297,7 +298,7 @@ class Watcher:
         read_at: float | None = None
         self._poll(self._sources.values(), final=False)
         diag_at, cost, pending = 0.0, 0.0, False
-        added, ranks, nsources = -1, -1, -1
+        kinds, ranks, nsources = -1, -1, -1
         next_tick = time.monotonic() + self.tick
         reason = Reason.start
         final = False
@@ -334,7 +335,7 @@ class Watcher:
             now = time.time()
             silent, stalled = self._silence(now)
             silence_changed = (frozenset(silent), stalled) != last_silent
-            grew = self.result.added != added or len(self.result.ranks_seen) != ranks or len(self._sources) != nsources
+            grew = len(self.result.samples) != kinds or len(self.result.ranks_seen) != ranks or len(self._sources) != nsources
             timer = pending and now - diag_at >= self.rediagnose
             due = reason is Reason.start or final or silence_changed or self._notes or (grew and now - diag_at >= cost) or timer
             if not due:
@@ -344,7 +345,7 @@ class Watcher:
             d = diagnose(kb, self.result)
             cost = time.perf_counter() - t0
             diag_at = time.time()
-            added, ranks, nsources = self.result.added, len(self.result.ranks_seen), len(self._sources)
+            kinds, ranks, nsources = len(self.result.samples), len(self.result.ranks_seen), len(self._sources)
             pending = False
             doc = d.to_json()
             changes = _changes(previous, doc)
