@@ -46,6 +46,11 @@ FACTS: dict[str, str] = {
     # which global rank a host's device is
     "nccl-nranks": r"comm 0x[0-9a-f]+ rank (?P<rank>\d+) nranks (?P<world_size>\d+) cudaDev (?P<device>\d+)",
     "nproc-per-node": r"nproc_per_node\s*[=:]\s*(?P<value>\d+)",
+    # lines in which the printing process states its own rank: c10d's store-based barrier
+    # ("Rank 3: Completed store-based barrier for key:store_based_barrier_key:1 with 4 nodes.")
+    # and ProcessGroupNCCL's abort reason at destruction ("Process Group destroyed on rank 0")
+    "self-rank-barrier": r"Rank (?P<rank>\d+): Completed store-based barrier for key:\S+ with (?P<world_size>\d+) nodes",
+    "self-rank-pg-destroyed": r"Process Group destroyed on rank (?P<rank>\d+)",
     # NCCL's ring / channel setup ("Ring 00 : 1[1] -> 2[2] via direct shared memory",
     # "Channel 00/0 : 7[3] -> 0[0] [receive] via NET/IB/0"): the printing process is the
     # sending side, or the receiving side of a "[receive]" line; with the device index of its

@@ -297,13 +297,14 @@ def _stream_below(events: list[Event]) -> list[Event]:
 
 
 def _one_rank_sources(events: list[Event], scan: ScanResult) -> list[Event]:
-    """A source with no rank on any line, whose NCCL communicator lines ("comm 0x... rank R
-    nranks N cudaDev D") all name one rank, is that rank's own log (one process's output):
-    its unattributed lines are rank R's."""
+    """A source with no rank on any line, whose lines that state the printing process's rank
+    (NCCL's "comm 0x... rank R nranks N cudaDev D", c10d's "Rank R: Completed store-based
+    barrier", "Process Group destroyed on rank R") all name one rank, is that rank's own log
+    (one process's output): its unattributed lines are rank R's."""
     named: dict[str, set[int]] = {}
     for f in scan.facts:
-        if f.fact == "nccl-nranks" and f.captures.get("rank", "").isdigit() and f.captures.get("world_size", "").isdigit():
-            if int(f.captures["world_size"]) > 1:
+        if f.fact in ("nccl-nranks", "self-rank-barrier", "self-rank-pg-destroyed") and f.captures.get("rank", "").isdigit():
+            if f.captures.get("world_size", "2").isdigit() and int(f.captures.get("world_size", "2")) > 1:
                 named.setdefault(f.source, set()).add(int(f.captures["rank"]))
     owner = {src: next(iter(rs)) for src, rs in named.items() if len(rs) == 1}
     if not owner:
