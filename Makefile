@@ -8,7 +8,7 @@ LAB_STAMP := $(VENV)/.torch-2.13.0
 SCENARIOS ?= tests/scenarios
 JOBS ?= 2
 
-.PHONY: setup chromium demo test eval fit lock lab lab-matrix bench-fr check-kb clean
+.PHONY: setup chromium prometheus demo test eval fit lock lab lab-matrix bench-fr check-kb clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -41,8 +41,21 @@ chromium:
 	  fi; \
 	fi
 
+## prometheus: the server and promtool the watch-metrics and rules tests run (apt-get, as root, only when missing)
+prometheus:
+	@if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    echo "installing prometheus (apt-get, no recommends) for the watch metrics and rules tests"; \
+	    { apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus; } >/dev/null 2>&1 \
+	      || echo "note: could not install prometheus; the Prometheus and promtool tests will be skipped"; \
+	  else \
+	    echo "note: prometheus is missing (installing it needs root and apt-get); the Prometheus and promtool tests will be skipped"; \
+	  fi; \
+	fi
+
 ## test: the whole suite (torch 2.13.0 CPU is installed for the live lab tests)
-test: setup chromium $(LAB_STAMP)
+test: setup chromium prometheus $(LAB_STAMP)
 	$(PY) -m pytest -n $(JOBS) -p no:cacheprovider
 
 ## eval: per-class accuracy on a scenario corpus (make eval SCENARIOS=dir)

@@ -146,6 +146,7 @@ class Watcher:
         self._kb = kb
         self._stdin_fd = stdin
         self._subscribers: list[Callable[[Update], None]] = []
+        self._rounds: list[Callable[["Watcher"], None]] = []
         self._stop = threading.Event()
         self._queue: queue.Queue = queue.Queue()
         self._sources: dict[str, _Source] = {}
@@ -163,6 +164,16 @@ class Watcher:
         """Call ``callback`` with every update (in the watching thread, before the
         iterator yields it)."""
         self._subscribers.append(callback)
+
+    def on_round(self, callback: Callable[["Watcher"], None]) -> None:
+        """Call ``callback(watcher)`` in the watching thread after every round of reading
+        (at least every ``tick``), between updates too: for outputs that show running
+        numbers (the Prometheus metrics read ``result`` and ``last_lines()`` there)."""
+        self._rounds.append(callback)
+
+    def last_lines(self) -> dict[int, float]:
+        """Each rank's wall-clock time of its last line read so far (a copy)."""
+        return {r: life.seen_at for r, life in self._life.copy().items()}
 
     def stop(self) -> None:
         """End the watch (from any thread or a signal handler): the files are read to
@@ -335,6 +346,8 @@ class Watcher:
             now = time.time()
             silent, stalled = self._silence(now)
             silence_changed = (frozenset(silent), stalled) != last_silent
+            for fn in self._rounds:
+                fn(self)
             grew = len(self.result.samples) != kinds or len(self.result.ranks_seen) != ranks or len(self._sources) != nsources
             timer = pending and now - diag_at >= self.rediagnose
             due = reason is Reason.start or final or silence_changed or self._notes or (grew and now - diag_at >= cost) or timer
