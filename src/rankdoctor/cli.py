@@ -241,6 +241,9 @@ def watch(
     paths: list[str] = typer.Argument(..., metavar="PATH", help="Growing log files, folders (a torchrun --log-dir: a new file is a new rank), or - for a pipe."),
     fmt: Format = typer.Option(Format.text, "--format", "-f", help="text (a live view on a terminal, one line per change otherwise) or json (a rankdoctor.diagnosis/v1 document per line on every change)."),
     silent_after: float = typer.Option(60.0, "--silent-after", min=0.1, metavar="SECONDS", help="Warn when a rank writes nothing for this long while the others write."),
+    alert_webhook: Optional[str] = typer.Option(None, "--alert-webhook", metavar="URL", help="POST each change of the diagnosis (and of silent ranks) here: Alertmanager's webhook JSON with a Slack-style top-level text; retried with backoff."),
+    on_diagnosis: Optional[str] = typer.Option(None, "--on-diagnosis", metavar="CMD", help="Run this shell command on each change of the diagnosis, with RANKDOCTOR_VERDICT, _ENTRY, _CLASS, _RANKS, _SILENT_RANKS and _JSON (a file) in its environment."),
+    metrics_port: Optional[int] = typer.Option(None, "--metrics-port", min=0, max=65535, metavar="PORT", help="Serve Prometheus metrics on this port (all interfaces): fingerprint hits per entry and rank, seconds since each rank's last line, silent ranks, the diagnosis."),
     entries: Optional[Path] = typer.Option(None, "--entries", help="Use another knowledge-base directory.", hidden=True),
 ) -> None:
     """Follow a live run's logs and keep its diagnosis current.
@@ -265,7 +268,31 @@ def watch(
         except InputError as exc:
             _fail(str(exc))
         stop.attach(watcher)
-        last = run(watcher, fmt.value, Console())
+        alerts = metrics = None
+        if alert_webhook or on_diagnosis:
+            from .watch.alerts import Alerts
+
+            if alert_webhook and not alert_webhook.startswith(("http://", "https://")):
+                _fail(f"--alert-webhook {alert_webhook}: not an http:// or https:// URL")
+            alerts = Alerts(paths, kb=kb, webhook=alert_webhook, command=on_diagnosis)
+            watcher.subscribe(alerts)
+        if metrics_port is not None:
+            from .watch.metrics import WatchMetrics
+
+            metrics = WatchMetrics(kb)
+            metrics.attach(watcher)
+            try:
+                port = metrics.serve(metrics_port)
+            except OSError as exc:
+                _fail(f"--metrics-port {metrics_port}: cannot listen: {exc.strerror or exc}")
+            typer.echo(f"rankdoctor watch: Prometheus metrics on http://0.0.0.0:{port}/metrics", err=True)
+        try:
+            last = run(watcher, fmt.value, Console())
+        finally:
+            if alerts is not None:
+                alerts.close()
+            if metrics is not None:
+                metrics.close()
     raise typer.Exit(0 if stop.signalled or last is None else last.diagnosis.exit_code)
 
 
@@ -518,6 +545,34 @@ def site(out_dir: Path = typer.Argument(..., help="Folder to write the static en
     except SiteError as exc:
         _fail(str(exc))
     typer.echo(f"wrote {len(files)} files to {out_dir}/ — open {out_dir / 'index.html'}")
+
+
+class RulesFormat(str, Enum):
+    prometheus = "prometheus"
+    loki = "loki"
+
+
+@app.command()
+def rules(
+    fmt: RulesFormat = typer.Option(RulesFormat.prometheus, "--format", "-f", help="prometheus (alerting rules over watch's metrics) or loki (ruler rules with LogQL line filters)."),
+    entry: Optional[list[str]] = typer.Option(None, "--entry", metavar="ID", help="Only this entry (repeat for more); default: every entry with a cause signature."),
+    selector: str = typer.Option("{job=~\".+\"}", "--selector", metavar="LOGQL", help="Loki: the stream selector the rules read (e.g. '{namespace=\"training\"}')."),
+) -> None:
+    """Export the encyclopedia's cause fingerprints as alerting rules.
+
+    Prometheus rules over the metrics of `rankdoctor watch --metrics-port` (check them with promtool check rules), or Loki ruler rules whose line filters are the literal parts of each cause signature.
+    """
+    from .rules import render
+
+    kb = _load_kb(None)
+    if not (selector.startswith("{") and selector.endswith("}")):
+        _fail(f"--selector {selector}: a LogQL stream selector is written in braces, e.g. '{{job=\"train\"}}'")
+    try:
+        sys.stdout.write(render(kb, fmt.value, entry or None, selector))
+    except KeyError as exc:
+        _fail(f"--entry {exc.args[0]}: no such entry (see `rankdoctor kb list`)")
+    except ValueError as exc:
+        _fail(f"--entry {exc}")
 
 
 def main() -> None:
