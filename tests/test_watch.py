@@ -184,6 +184,7 @@ def test_watch_names_the_rank_that_died_and_counts_every_line(tmp_path):
     oneshot = json.loads(subprocess.run([*CLI, "diagnose", str(folder), "--format", "json"], capture_output=True).stdout)
     expected = oneshot["diagnoses"][0]["entry"]
     assert oneshot["diagnoses"][0]["initiating_rank"] == DEAD
+    assert oneshot["diagnoses"][0]["class"] == "peer-rank-crashed"  # rank 5 raised; the others lost it
     top = final["diagnoses"][0]
     assert (top["entry"], top["initiating_rank"]) == (expected, DEAD), top
     assert final["verdict"] == oneshot["verdict"]

@@ -76,7 +76,7 @@ FEATURES: dict[str, str] = {
     "claim_absent": "the claimed ranks are the ones that never report the timed-out collective every other rank reports (a partial match counts by overlap)",
     "claim_fingerprint": "the claimed ranks are the ones whose last collective fingerprint (DETAIL) differs from the majority's (by overlap)",
     "claim_fingerprint_ahead": "the claimed rank's last collective fingerprint has a higher sequence number than every other rank's",
-    "claim_died_not_late": "the entry explains a late rank, not a dead one, yet the launcher saw the claimed rank die by itself",
+    "claim_died_not_late": "the entry explains a late rank, not a dead one, yet the claimed rank died by itself (the launcher saw it, or its own exception, abort or signal line)",
     "claim_gone_not_late": "peers report the claimed rank gone (a closed or reset connection, a lost store), yet the entry explains a late rank, not a dead one",
     "claim_named": "mismatch messages name the claimed rank as the other side",
     "claim_smaller_side": "the ranks that report a mismatch and those that do not are split unevenly, and the claim is the smaller side",
@@ -257,7 +257,7 @@ def _claim(h: Hypothesis, cx: Context, causes: list[Event], evs: list[Event]) ->
     f["claim_fingerprint"] = _cover(ranks, cx.fingerprint_odd)
     f["claim_fingerprint_ahead"] = float(ranks <= fingerprints_ahead(table))
     late_only = "straggler" in explains and "dead-peer" not in explains
-    f["claim_died_not_late"] = float(late_only and all(rw.end == End.own_death for rw in rows))
+    f["claim_died_not_late"] = float(late_only and all(rw.end == End.own_death or rw.rank in cx.failed for rw in rows))
     gone = sum(cx.gone.get(r, 0) for r in ranks)
     if gone and "dead-peer" not in explains:
         f["claim_gone_not_late"] = gone / max(1, sum(cx.gone.values()))
