@@ -242,7 +242,7 @@ def watch(
     fmt: Format = typer.Option(Format.text, "--format", "-f", help="text (a live view on a terminal, one line per change otherwise) or json (a rankdoctor.diagnosis/v1 document per line on every change)."),
     silent_after: float = typer.Option(60.0, "--silent-after", min=0.1, metavar="SECONDS", help="Warn when a rank writes nothing for this long while the others write."),
     alert_webhook: Optional[str] = typer.Option(None, "--alert-webhook", metavar="URL", help="POST each change of the diagnosis (and of silent ranks) here: Alertmanager's webhook JSON with a Slack-style top-level text; retried with backoff."),
-    on_diagnosis: Optional[str] = typer.Option(None, "--on-diagnosis", metavar="CMD", help="Run this shell command on each change of the diagnosis, with RANKDOCTOR_VERDICT, _ENTRY, _CLASS, _RANKS, _SILENT_RANKS and _JSON (a file) in its environment."),
+    on_diagnosis: Optional[str] = typer.Option(None, "--on-diagnosis", metavar="CMD", help="Run this shell command on each change of the diagnosis and when ranks go silent, with RANKDOCTOR_EVENT, _VERDICT, _ENTRY, _CLASS, _RANKS, _SILENT_RANKS and _JSON (a file) in its environment."),
     metrics_port: Optional[int] = typer.Option(None, "--metrics-port", min=0, max=65535, metavar="PORT", help="Serve Prometheus metrics on this port (all interfaces): fingerprint hits per entry and rank, seconds since each rank's last line, silent ranks, the diagnosis."),
     entries: Optional[Path] = typer.Option(None, "--entries", help="Use another knowledge-base directory.", hidden=True),
 ) -> None:
