@@ -176,7 +176,14 @@ def test_alerts_and_metrics_of_a_live_run_reach_a_receiver_and_prometheus(tmp_pa
         assert all(0 <= float(s["value"][1]) < 60 for s in ages)
         info = _until(lambda: prom.query('rankdoctor_diagnosis_info{initiating_ranks="5"}'), deadline)
         assert info and info[0]["metric"]["verdict"] in ("diagnosed", "inconclusive"), prom.query("rankdoctor_diagnosis_info")
-        watchdog = prom.query('rankdoctor_fingerprint_hits_total{entry="nccl-watchdog-timeout",role="symptom"}')
+        q = 'rankdoctor_fingerprint_hits_total{entry="nccl-watchdog-timeout",role="symptom"}'
+
+        def every_waiting_rank():
+            got = prom.query(q)
+            return got if len(got) >= RANKS - 1 else []
+
+        deadline = time.time() + 30  # on a loaded machine the watch's next round and the next scrape come later
+        watchdog = _until(every_waiting_rank, deadline) or prom.query(q)
         assert sorted(int(s["metric"]["rank"]) for s in watchdog) == sorted(set(range(RANKS)) - {DEAD})
         assert {s["metric"]["class"] for s in watchdog} == {"straggler-timeout"}
         assert prom.query("rankdoctor_ranks_seen")[0]["value"][1] == str(RANKS)
