@@ -483,10 +483,11 @@ def serve(
     max_inflated_mb: float = typer.Option(1024.0, "--max-inflated-mb", help="Most that one request's .gz/.zst files may inflate to (413 above it)."),
     request_timeout: float = typer.Option(60.0, "--request-timeout", help="Seconds one diagnosis may take; past it the request gets 503 and its worker is killed."),
     workers: int = typer.Option(0, "--workers", help="Diagnosis worker processes (0: one per core, at most 4)."),
+    watch: Optional[list[str]] = typer.Option(None, "--watch", metavar="PATH", help="Follow this live run's logs (a folder or a file; repeat for more) as rankdoctor watch does, and show its diagnosis at /watch, updated as it changes."),
 ) -> None:
     """Run the local web app: paste logs, get the diagnosis.
 
-    The page shows the per-rank timeline of a diagnosis. Nothing is fetched from the internet.
+    The page shows the per-rank timeline of a diagnosis. Nothing is fetched from the internet. With --watch, /watch shows a live run's diagnosis and timeline and updates itself (server-sent events).
     """
     import socket
 
@@ -507,9 +508,13 @@ def serve(
     except OSError as exc:
         _fail(f"{host}:{port}: cannot listen there ({exc.strerror or exc}); pick another --port")
     kb = _load_kb(None)
+    from .ingest.sources import InputError
     from .web.app import serve as run_server
 
-    run_server(kb, host=host, port=port, limits=limits)
+    try:
+        run_server(kb, host=host, port=port, limits=limits, watch=watch or None)
+    except InputError as exc:  # a --watch path that is not there
+        _fail(str(exc))
 
 
 @app.command()

@@ -10,9 +10,10 @@ from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from jinja2 import PackageLoader
+from markupsafe import Markup
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
@@ -24,6 +25,7 @@ from .guard import TOKEN_HEADER, Guard
 from .limits import BodyLimit, HeaderTimeoutH11, Limits, megabytes
 from .samples import find_samples
 from .state import AppState
+from .watching import WatchedRun
 
 HERE = Path(__file__).parent
 SHUTDOWN_GRACE = 2  # seconds the requests in flight get to finish once SIGTERM/SIGINT arrives
@@ -43,10 +45,13 @@ def _build_kb_site(kb: KnowledgeBase) -> tempfile.TemporaryDirectory:
     return tmp
 
 
-def create_app(kb: KnowledgeBase, limits: Limits | None = None, host: str = "127.0.0.1") -> FastAPI:
+def create_app(kb: KnowledgeBase, limits: Limits | None = None, host: str = "127.0.0.1", watch: list[str] | None = None) -> FastAPI:
     """The app. ``limits`` bounds what it admits (``limits.py``); ``host`` is the address it
-    is served on: with the loopback names, the only Host header it accepts (``guard.py``)."""
+    is served on: with the loopback names, the only Host header it accepts (``guard.py``);
+    ``watch``: paths to follow while the app runs, shown live at /watch (``watching.py``;
+    ``InputError`` for a path that is not there)."""
     limits = limits or Limits()
+    watched = WatchedRun(kb, watch) if watch else None
     state = AppState(kb, limits, find_samples())
     site_dir = _build_kb_site(kb)
     env = make_env(PackageLoader("rankdoctor.web", "templates"))
@@ -54,9 +59,13 @@ def create_app(kb: KnowledgeBase, limits: Limits | None = None, host: str = "127
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         state.pool.start()
+        if watched is not None:
+            watched.start()
         try:
             yield
         finally:
+            if watched is not None:
+                watched.stop()
             state.pool.close()
 
     app = FastAPI(
@@ -69,6 +78,7 @@ def create_app(kb: KnowledgeBase, limits: Limits | None = None, host: str = "127
     )
     app.state.rankdoctor = state
     app.state.site_dir = site_dir  # removed when the app goes away
+    app.state.watched = watched
     app.add_middleware(BodyLimit, limits=limits)
     app.add_middleware(Guard, bind_host=host, token=state.token)  # outermost: a refused request reserves nothing
     app.include_router(make_router(state))
@@ -113,6 +123,22 @@ def create_app(kb: KnowledgeBase, limits: Limits | None = None, host: str = "127
         headers = {"Content-Disposition": 'attachment; filename="rankdoctor-report.html"'}
         return HTMLResponse(state.report(rid).download, headers=headers)
 
+    def watched_run() -> WatchedRun:
+        if watched is None:
+            raise StarletteHTTPException(404, "this server watches no run: start it with rankdoctor serve --watch DIR")
+        return watched
+
+    @app.get("/watch", response_class=HTMLResponse, include_in_schema=False)
+    def watch_page() -> HTMLResponse:
+        run = watched_run()
+        version, fragment = run.latest()
+        return page("watch.html", paths=run.paths, version=version, fragment=Markup(fragment))
+
+    @app.get("/watch/events", include_in_schema=False)
+    def watch_events() -> StreamingResponse:
+        # server-sent events: the report fragment after each update of the watch
+        return StreamingResponse(watched_run().events(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+
     @app.get("/docs", response_class=HTMLResponse, include_in_schema=False)
     def docs(request: Request) -> HTMLResponse:
         # the examples name the address this page was fetched from (the guard has already
@@ -137,18 +163,28 @@ def create_app(kb: KnowledgeBase, limits: Limits | None = None, host: str = "127
     return app
 
 
-def serve(kb: KnowledgeBase, host: str = "127.0.0.1", port: int = 8000, limits: Limits | None = None) -> None:
+def serve(kb: KnowledgeBase, host: str = "127.0.0.1", port: int = 8000, limits: Limits | None = None, watch: list[str] | None = None) -> None:
     """Run the app until SIGINT/SIGTERM. Shutdown takes seconds even while diagnoses run:
     requests still going after SHUTDOWN_GRACE are cancelled, which kills their workers."""
     import uvicorn
 
     limits = limits or Limits()
-    app = create_app(kb, limits, host)
+    app = create_app(kb, limits, host, watch)
     protocol = type("H11", (HeaderTimeoutH11,), {"read_timeout": limits.read_timeout})
     config = uvicorn.Config(
         app, host=host, port=port, log_level="warning", http=protocol,
         timeout_graceful_shutdown=SHUTDOWN_GRACE, limit_concurrency=MAX_CONNECTIONS,
     )
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets=None) -> None:  # type: ignore[no-untyped-def]
+            # the watched run's event streams never end by themselves: end them first, so the
+            # graceful shutdown does not wait SHUTDOWN_GRACE for them and cancel them
+            if app.state.watched is not None:
+                app.state.watched.closing.set()
+            await super().shutdown(sockets)
+
     shown = f"[{host}]" if ":" in host else host
-    print(f"rankdoctor web app: http://{shown}:{port}/  (encyclopedia /kb/, API docs /docs; Ctrl-C stops)", flush=True)
-    uvicorn.Server(config).run()
+    watching = "the watched run /watch, " if watch else ""
+    print(f"rankdoctor web app: http://{shown}:{port}/  ({watching}encyclopedia /kb/, API docs /docs; Ctrl-C stops)", flush=True)
+    Server(config).run()
