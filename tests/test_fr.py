@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pickle
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -183,3 +185,32 @@ def test_a_hung_rank_in_one_sub_group_lags_only_there():
         if f.kind == "lagging":
             # a group's lagging ranks are members of that group, never the whole job
             assert len(f.culprit_ranks) < 8
+
+
+def _fr_scale():
+    spec = importlib.util.spec_from_file_location("bench_fr_scale", Path(__file__).parents[1] / "bench" / "fr_scale.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # its dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_generated_64_rank_dump_sets_healthy_exit_and_one_rank_stopped(tmp_path):
+    # bench/fr_scale.py's sets (TP 8 x DP 8, NCCL-style, 2,000-entry rings that wrapped), small:
+    # a healthy exit whose final barrier is still pending on the last ranks to arrive is no
+    # failure; a rank that stopped is named, and the groups that only wait behind it are not
+    fr_scale = _fr_scale()
+    want = fr_scale.write_set(tmp_path / "healthy", 64, "healthy")
+    assert want["verdict"] == "consistent"
+    dumps, problems = load_dumps([str(tmp_path / "healthy" / "fr")])
+    assert len(dumps) == 64 and not problems
+    assert dumps[0].summary.first_record > 0  # the ring buffers wrapped
+    report = analyze(dumps)
+    assert report.verdict == "consistent", [f.detail for f in report.findings]
+    want = fr_scale.write_set(tmp_path / "straggler", 64, "straggler")
+    report = analyze(load_dumps([str(tmp_path / "straggler" / "fr")])[0])
+    assert report.verdict == "hang"
+    assert report.culprit_ranks() == want["culprits"] == [35]
+    r = run_cli("fr", str(tmp_path / "straggler" / "fr"))
+    assert r.returncode == 1 and "culprit: rank 35" in r.stdout.decode()
+    assert len(r.stdout.decode().splitlines()) <= 30
