@@ -526,18 +526,8 @@ def ras_among(sources) -> tuple[list[Report], set[str]]:
     reports: list[Report] = []
     pure: set[str] = set()
     for src in sources:
-        if not src.size:
-            continue
-        try:
-            with src.opener() as f:
-                data = f.read(_HEAD)
-                if not any(m in data for m in MARKERS):
-                    continue
-                if src.size > _HEAD:
-                    if src.size > MAX_BYTES:
-                        continue
-                    data += f.read(MAX_BYTES)
-        except (OSError, EOFError, ValueError):
+        data = src.read_if(lambda head, size: MAX_BYTES if any(m in head for m in MARKERS) else None, _HEAD)
+        if data is None:
             continue
         text = data.decode("utf-8", "replace")
         rep = parse_ras(text, src.name)

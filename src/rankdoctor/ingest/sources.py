@@ -52,6 +52,25 @@ class Source:
     warnings: list[str] = field(default_factory=list)
     path: Path | None = None  # an uncompressed regular file: byte ranges can be read directly
 
+    def read_if(self, wanted: "Callable[[bytes, int], int | None]", head: int = 64 * 1024) -> bytes | None:
+        """The source's first ``head`` bytes and, when ``wanted(those bytes, size)`` names a
+        limit the source is within, the rest of it: how the stack-dump and NCCL RAS detectors
+        look among log inputs without reading every log whole. None when not wanted, empty,
+        over the limit, or unreadable (the log scan reports what is wrong with it)."""
+        if not self.size:
+            return None
+        try:
+            with self.opener() as f:
+                data = f.read(head)
+                limit = wanted(data, self.size)
+                if limit is None or self.size > max(limit, head):
+                    return None
+                if self.size > head:
+                    data += f.read(limit)
+        except (OSError, EOFError, ValueError):
+            return None
+        return data
+
 
 _GZ = b"\x1f\x8b"
 _ZST = b"\x28\xb5\x2f\xfd"

@@ -150,21 +150,14 @@ def stacks_among(sources) -> tuple[list[StackDump], set[str]]:
     are looked for in logs of up to 1 MB, so big logs are not read twice."""
     dumps: list[StackDump] = []
     pure: set[str] = set()
+
+    def wanted(head: bytes, size: int) -> int | None:
+        pyspy_like = head.decode("utf-8", "replace").lstrip().startswith(("[", "Process "))
+        return MAX_BYTES if pyspy_like or size <= SMALL_LOG else None
+
     for src in sources:
-        if not src.size:
-            continue
-        try:
-            with src.opener() as f:
-                head = f.read(_HEAD)
-                head_text = head.decode("utf-8", "replace").lstrip()
-                pyspy_like = head_text.startswith(("[", "Process "))
-                if not pyspy_like and src.size > SMALL_LOG:
-                    continue
-                if src.size > _HEAD:
-                    if src.size > MAX_BYTES:
-                        continue
-                    head += f.read(MAX_BYTES)
-        except (OSError, EOFError, ValueError):
+        head = src.read_if(wanted, _HEAD)
+        if head is None:
             continue
         text = head.decode("utf-8", "replace")
         if "Thread " not in text and "thread 0x" not in text and '"frames"' not in text:
