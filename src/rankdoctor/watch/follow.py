@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..ingest.sources import MAX_LINE
+from ..ingest.sources import MAX_LINE, walk_files
 
 MAX_READ = 2 << 20  # bytes one poll reads from one file (the rest comes with the next poll)
 PARTIAL_WAIT = 2.0  # seconds a last line without its newline waits for it
@@ -38,8 +38,6 @@ _CHECK = 64  # bytes before the offset compared on each poll (a file rewritten i
 # rank3.log.2.gz, rank3.log-20260501, rank3.log.old
 ROTATED = re.compile(r"^(?P<stem>.+?)(?:\.\d{1,3}|[-.]\d{8}(?:[-_]?\d{2,6})?|\.old|\.bak)(?:\.(?:gz|zst|xz|bz2|lz4))?$")
 COMPRESSED = (".gz", ".zst", ".xz", ".bz2", ".lz4", ".zip", ".tar", ".tgz")
-_SKIP_SUFFIXES = (".py", ".pyc", ".sh")  # as ingest.sources.walk_files: code beside the logs is not evidence
-_SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv"}
 
 
 @dataclass
@@ -294,27 +292,10 @@ class StdinFollow:
 
 
 def walk(folder: str) -> Iterator[str]:
-    """The regular files under ``folder`` (sorted, depth first; code files, .git and the
-    like skipped, links to folders not followed), as ``ingest.sources.walk_files``."""
-    stack = [folder]
-    while stack:
-        here = stack.pop()
-        try:
-            with os.scandir(here) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except OSError:
-            continue
-        subdirs = []
-        for e in entries:
-            try:
-                if e.is_dir(follow_symlinks=False):
-                    if e.name not in _SKIP_DIRS:
-                        subdirs.append(e.path)
-                elif not e.name.endswith(_SKIP_SUFFIXES) and e.is_file():
-                    yield e.path
-            except OSError:
-                continue
-        stack.extend(reversed(subdirs))
+    """The regular files under ``folder``, as the one-shot reader finds them
+    (``ingest.sources.walk_files``: sorted, depth first, code files, .git and the like
+    skipped, links to folders not followed)."""
+    return (path for path, _, why in walk_files(folder) if why is None)
 
 
 def is_rotated_copy(path: str, followed: set[str]) -> bool:
