@@ -38,6 +38,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -125,13 +126,19 @@ class Alerts:
         self._runs = 0
         if webhook:
             self._posts = queue.Queue()
-            self._start(self._post_loop, "rankdoctor-watch-webhook")
+            self._start(self._posts, self._post, "rankdoctor-watch-webhook")
         if command:
             self._commands = queue.Queue()
-            self._start(self._command_loop, "rankdoctor-watch-command")
+            self._start(self._commands, self._run_command, "rankdoctor-watch-command")
 
-    def _start(self, target, name: str) -> None:
-        t = threading.Thread(target=target, name=name, daemon=True)
+    def _start(self, work: queue.Queue, handle: Callable[[Any], object], name: str) -> None:
+        """A thread that hands each item of ``work`` to ``handle``, until a None."""
+
+        def drain() -> None:
+            while (item := work.get()) is not None:
+                handle(item)
+
+        t = threading.Thread(target=drain, name=name, daemon=True)
         t.start()
         self._threads.append(t)
 
@@ -254,14 +261,6 @@ class Alerts:
                 pass
         self._posts.put(json.dumps(body, ensure_ascii=False).encode("utf-8"))
 
-    def _post_loop(self) -> None:
-        assert self._posts is not None
-        while True:
-            data = self._posts.get()
-            if data is None:
-                return
-            self._post(data)
-
     def _post(self, data: bytes) -> bool:
         wait = self.backoff
         for attempt in range(1, self.attempts + 1):
@@ -310,22 +309,17 @@ class Alerts:
             "RANKDOCTOR_JSON": path,
         }
 
-    def _command_loop(self) -> None:
-        assert self._commands is not None
-        while True:
-            item = self._commands.get()
-            if item is None:
-                return
-            env = {**os.environ, **self.environment(*item)}
-            try:
-                r = subprocess.run(self.command, shell=True, env=env, stdin=subprocess.DEVNULL, stdout=_stderr_fd(),
-                                   timeout=COMMAND_TIMEOUT, check=False)
-                if r.returncode != 0:
-                    self._say(f"--on-diagnosis: the command exited with status {r.returncode}")
-            except subprocess.TimeoutExpired:
-                self._say(f"--on-diagnosis: the command ran past {COMMAND_TIMEOUT:g} s; stopped")
-            except OSError as exc:
-                self._say(f"--on-diagnosis: cannot run the command: {exc}")
+    def _run_command(self, item: "tuple[Update, str]") -> None:
+        env = {**os.environ, **self.environment(*item)}
+        try:
+            r = subprocess.run(self.command, shell=True, env=env, stdin=subprocess.DEVNULL, stdout=_stderr_fd(),
+                               timeout=COMMAND_TIMEOUT, check=False)
+            if r.returncode != 0:
+                self._say(f"--on-diagnosis: the command exited with status {r.returncode}")
+        except subprocess.TimeoutExpired:
+            self._say(f"--on-diagnosis: the command ran past {COMMAND_TIMEOUT:g} s; stopped")
+        except OSError as exc:
+            self._say(f"--on-diagnosis: cannot run the command: {exc}")
 
     # -- the end ----------------------------------------------------------------------------
     def close(self, timeout: float = 30.0) -> None:
