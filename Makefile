@@ -28,31 +28,28 @@ demo: setup
 	  echo "(exit status $$status: 0 no failure, 1 diagnosed, 3 inconclusive)"; \
 	done; true
 
-## chromium: the browser the web-app tests drive (apt-get, as root, only when it is missing)
-chromium:
-	@if [ ! -x /usr/bin/chromium ]; then \
+# $(call apt_when_missing,PACKAGE,TEST,WHAT IT IS FOR,WHAT IS SKIPPED WITHOUT IT): install a Debian
+# package when the shell TEST says it is missing (apt-get, no recommends, as root, one line)
+define apt_when_missing
+	@if ! $(2); then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    export DEBIAN_FRONTEND=noninteractive; \
-	    echo "installing chromium (apt-get, no recommends) for the browser tests"; \
-	    { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium; } >/dev/null 2>&1 \
-	      || echo "note: could not install chromium; the browser tests will be skipped"; \
+	    echo "installing $(1) (apt-get, no recommends) for $(3)"; \
+	    { apt-get update -qq && apt-get install -y -qq --no-install-recommends $(1); } >/dev/null 2>&1 \
+	      || echo "note: could not install $(1); $(4) will be skipped"; \
 	  else \
-	    echo "note: /usr/bin/chromium is missing (installing it needs root and apt-get); the browser tests will be skipped"; \
+	    echo "note: $(1) is missing (installing it needs root and apt-get); $(4) will be skipped"; \
 	  fi; \
 	fi
+endef
+
+## chromium: the browser the web-app tests drive (apt-get, as root, only when it is missing)
+chromium:
+	$(call apt_when_missing,chromium,[ -x /usr/bin/chromium ],the browser tests,the browser tests)
 
 ## prometheus: the server and promtool the watch-metrics and rules tests run (apt-get, as root, only when missing)
 prometheus:
-	@if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    export DEBIAN_FRONTEND=noninteractive; \
-	    echo "installing prometheus (apt-get, no recommends) for the watch metrics and rules tests"; \
-	    { apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus; } >/dev/null 2>&1 \
-	      || echo "note: could not install prometheus; the Prometheus and promtool tests will be skipped"; \
-	  else \
-	    echo "note: prometheus is missing (installing it needs root and apt-get); the Prometheus and promtool tests will be skipped"; \
-	  fi; \
-	fi
+	$(call apt_when_missing,prometheus,{ command -v prometheus && command -v promtool; } >/dev/null,the watch metrics and rules tests,the Prometheus and promtool tests)
 
 ## test: the whole suite (torch 2.13.0 CPU is installed for the live lab tests)
 test: setup chromium prometheus $(LAB_STAMP)
