@@ -67,6 +67,34 @@ def _watchdog(rank: int, t: float) -> list[str]:
     return out
 
 
+def _first_line(rank: int) -> str:
+    return f"{_stamp(time.time())} INFO train: rank {rank}/{RANKS} initialised (nccl, timeout=1800.0s)"
+
+
+def run_folder(tmp_path: Path) -> Path:
+    """``tmp_path/logs`` with the first line of every rank that starts on time (LATE ranks'
+    files appear while the run goes on)."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    for r in range(RANKS):
+        if r not in LATE:
+            (folder / f"rank_{r}.log").write_text(_first_line(r) + "\n")
+    return folder
+
+
+def stop(watch: subprocess.Popen, readers: list[threading.Thread]) -> int:
+    """SIGTERM to a running watch, its exit status (killed after 30 s), its output read."""
+    watch.send_signal(signal.SIGTERM)
+    try:
+        return watch.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        watch.kill()
+        raise
+    finally:
+        for t in readers:
+            t.join(timeout=5)
+
+
 class Writer:
     """The per-rank files of a run, written line by line and counted."""
 
@@ -87,7 +115,7 @@ class Writer:
 
     def init(self, rank: int) -> None:
         self.open(rank)
-        self.write(rank, f"{_stamp(time.time())} INFO train: rank {rank}/{RANKS} initialised (nccl, timeout=1800.0s)")
+        self.write(rank, _first_line(rank))
 
 
 def write_run(folder: Path) -> dict:
@@ -142,11 +170,7 @@ def _reader(stream, into: list) -> threading.Thread:
 
 
 def test_watch_names_the_rank_that_died_and_counts_every_line(tmp_path):
-    folder = tmp_path / "logs"
-    folder.mkdir()
-    for r in range(RANKS):
-        if r not in LATE:
-            (folder / f"rank_{r}.log").write_text(f"{_stamp(time.time())} INFO train: rank {r}/{RANKS} initialised (nccl, timeout=1800.0s)\n")
+    folder = run_folder(tmp_path)
     watch = subprocess.Popen([*CLI, "watch", str(folder), "--format", "json", "--silent-after", str(SILENT_AFTER)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out: list[tuple[float, str]] = []
@@ -162,14 +186,7 @@ def test_watch_names_the_rank_that_died_and_counts_every_line(tmp_path):
         record = json.loads(writer.stdout)
         time.sleep(2.0)  # let the watch read the last lines
     finally:
-        watch.send_signal(signal.SIGTERM)
-        try:
-            rc = watch.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            watch.kill()
-            raise
-        for t in readers:
-            t.join(timeout=5)
+        rc = stop(watch, readers)
     assert rc == 0, err
 
     docs = [(t, json.loads(line)) for t, line in out]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import http.server
 import json
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -27,7 +26,7 @@ import pytest
 
 from rankdoctor.watch.alerts import Alerts, diagnosis_key
 
-from .test_watch import CLI, DEAD, LATE, RANKS, _reader, _stamp
+from .test_watch import CLI, DEAD, RANKS, _reader, run_folder, stop
 
 HERE = Path(__file__).parent
 AM_FIELDS = {"version", "groupKey", "truncatedAlerts", "status", "receiver", "groupLabels", "commonLabels",
@@ -140,11 +139,7 @@ def test_alerts_and_metrics_of_a_live_run_reach_a_receiver_and_prometheus(tmp_pa
     if shutil.which("prometheus") is None:
         pytest.skip("prometheus is not installed (`make prometheus` installs the Debian package, as root, with apt-get)")
     t_start = time.time()
-    folder = tmp_path / "logs"
-    folder.mkdir()
-    for r in range(RANKS):
-        if r not in LATE:
-            (folder / f"rank_{r}.log").write_text(f"{_stamp(time.time())} INFO train: rank {r}/{RANKS} initialised (nccl, timeout=1800.0s)\n")
+    folder = run_folder(tmp_path)
     rules = tmp_path / "rankdoctor.rules.yml"
     rules.write_text(subprocess.run([*CLI, "rules", "--format", "prometheus"], capture_output=True, text=True, check=True).stdout)
     receiver = Receiver(codes=[500])  # the first post fails: it must come again
@@ -195,16 +190,11 @@ def test_alerts_and_metrics_of_a_live_run_reach_a_receiver_and_prometheus(tmp_pa
         got = _until(lambda: len(receiver.accepted()) >= 2, deadline)
         assert got, receiver.posts
     finally:
-        watch.send_signal(signal.SIGTERM)
         try:
-            rc = watch.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            watch.kill()
-            raise
-        for t in readers:
-            t.join(timeout=5)
-        prom.close()
-        receiver.close()
+            rc = stop(watch, readers)
+        finally:
+            prom.close()
+            receiver.close()
     assert rc == 0, err
     stderr = "".join(line for _, line in err)
     assert "webhook: HTTP 500; trying again in 1 s (1/5)" in stderr, stderr

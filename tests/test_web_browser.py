@@ -9,6 +9,7 @@ import socket
 import tempfile
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -37,14 +38,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(kb):
+@contextmanager
+def serving(app, **config):
+    """``app`` served by uvicorn in a thread of this process: its base URL and the thread
+    (joined for up to 10 s when the block ends)."""
     import uvicorn
 
-    from rankdoctor.web.app import create_app
-
     port = _free_port()
-    srv = uvicorn.Server(uvicorn.Config(create_app(kb), host="127.0.0.1", port=port, log_level="warning"))
+    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **config))
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
@@ -52,9 +53,40 @@ def server(kb):
         if time.monotonic() > deadline or not thread.is_alive():
             pytest.fail("the web app did not start within 20 s")
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
+    yield f"http://127.0.0.1:{port}", thread
     srv.should_exit = True
     thread.join(10)
+
+
+@contextmanager
+def guarded(page, base: str):
+    """``page`` may only talk to the app at ``base``: anything else is aborted and fails the
+    test when the block ends, as do JavaScript errors and what the page's
+    Content-Security-Policy blocks."""
+    outside: list[str] = []
+    errors: list[str] = []
+
+    def only_local(route):
+        if urlparse(route.request.url).netloc == urlparse(base).netloc:
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", only_local)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" and "Content Security Policy" in m.text else None)
+    yield page
+    assert not outside, f"requests left the machine: {outside}"
+    assert not errors, f"JavaScript errors or blocked by the page's Content-Security-Policy: {errors}"
+
+
+@pytest.fixture(scope="module")
+def server(kb):
+    from rankdoctor.web.app import create_app
+
+    with serving(create_app(kb)) as (base, _):
+        yield base
 
 
 @pytest.fixture(scope="module")
@@ -71,24 +103,10 @@ def browser_context():
 @pytest.fixture()
 def page(browser_context, server):
     """A page that may only talk to the app: anything else is aborted and fails the test."""
-    outside: list[str] = []
-    errors: list[str] = []
-
-    def only_local(route):
-        if urlparse(route.request.url).netloc == urlparse(server).netloc:
-            route.continue_()
-        else:
-            outside.append(route.request.url)
-            route.abort()
-
     p = browser_context.new_page()
-    p.route("**/*", only_local)
-    p.on("pageerror", lambda exc: errors.append(str(exc)))
-    p.on("console", lambda m: errors.append(m.text) if m.type == "error" and "Content Security Policy" in m.text else None)
-    yield p
-    p.close()
-    assert not outside, f"requests left the machine: {outside}"
-    assert not errors, f"JavaScript errors or blocked by the page's Content-Security-Policy: {errors}"
+    with guarded(p, server):
+        yield p
+        p.close()
 
 
 def _stamp(sec: int) -> str:
@@ -170,13 +188,18 @@ def test_only_the_selected_evidence_is_sent(page, server, tmp_path):
     assert f"job.log:{1502}" in page.inner_text(".rd-evidence")
 
 
-def test_sample_one_click(page, server):
+def _report_of_sample(page, server: str, sample: str) -> None:
+    """From the front page: one bundled sample loaded, diagnosed, its report open."""
     page.goto(server + "/")
     page.click("details.samples summary")  # the list starts folded, under the inputs
-    page.click('button.sample[data-sample="comms-11-peer-crash-funasr-rank2-oom"]')
+    page.click(f'button.sample[data-sample="{sample}"]')
     page.wait_for_selector("#review:not([hidden])")
     page.click("#diagnose")
     page.wait_for_url("**/report/*")
+
+
+def test_sample_one_click(page, server):
+    _report_of_sample(page, server, "comms-11-peer-crash-funasr-rank2-oom")
     assert page.inner_text(".rd-init").strip().startswith("rank 2")
 
 
@@ -252,12 +275,7 @@ def test_the_diagnose_button_is_by_the_paste_box(sized, server):
 
 
 def test_the_first_screen_of_a_report_says_what_to_do(sized, server):
-    sized.goto(server + "/")
-    sized.click("details.samples summary")
-    sized.click('button.sample[data-sample="comms-11-peer-crash-funasr-rank2-oom"]')
-    sized.wait_for_selector("#review:not([hidden])")
-    sized.click("#diagnose")
-    sized.wait_for_url("**/report/*")
+    _report_of_sample(sized, server, "comms-11-peer-crash-funasr-rank2-oom")
     screen = _first_screen(sized)
     for what in ("h1.rd-title", ".rd-facts", ".rd-init", "#rd-todo"):
         assert _top_in_page(sized, what) < screen, what
@@ -270,12 +288,7 @@ def test_the_first_screen_of_a_report_says_what_to_do(sized, server):
 
 def test_a_console_with_times_is_drawn_on_a_time_axis(sized, server):
     # a real torchrun console: glog lines without a year and dated lines, interleaved
-    sized.goto(server + "/")
-    sized.click("details.samples summary")
-    sized.click('button.sample[data-sample="compile-desync"]')
-    sized.wait_for_selector("#review:not([hidden])")
-    sized.click("#diagnose")
-    sized.wait_for_url("**/report/*")
+    _report_of_sample(sized, server, "compile-desync")
     assert "placed by time, from 2026-11-30T05:08:07" in sized.inner_text("h2:text('Timeline')")
     assert sized.text_content(".tl-axis-title") == "time since the first line →"
     assert sized.locator(".tl-lane.untimed").count() == 0

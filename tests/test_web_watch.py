@@ -5,17 +5,15 @@ server-sent events, with the page's Content-Security-Policy and the Host guard i
 from __future__ import annotations
 
 import tempfile
-import threading
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pytest
 
 from .test_timeline import OOM, WATCHDOG
-from .test_web_browser import ARGS, CHROMIUM, _free_port
+from .test_web_browser import ARGS, CHROMIUM, guarded, serving
 
 pytestmark = [
     pytest.mark.browser,
@@ -28,28 +26,16 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright pac
 def watched(kb, tmp_path):
     """The app served by uvicorn in this process, watching ``tmp_path/logs`` (4 ranks that
     have written a healthy line each)."""
-    import uvicorn
-
     from rankdoctor.web.app import create_app
 
     logs = tmp_path / "logs"
     logs.mkdir()
     for r in range(4):
         (logs / f"rank_{r}.log").write_text(f"[rank{r}]:2026-05-01 10:00:00,000 INFO train: step 1 loss 2.5000\n", encoding="utf-8")
-    port = _free_port()
     app = create_app(kb, watch=[str(logs)])
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=2))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not srv.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            pytest.fail("the web app did not start within 20 s")
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}", logs
-    app.state.watched.closing.set()  # (as app.serve's server does on shutdown)
-    srv.should_exit = True
-    thread.join(10)
+    with serving(app, timeout_graceful_shutdown=2) as (base, thread):
+        yield base, logs
+        app.state.watched.closing.set()  # (as app.serve's server does on shutdown)
     assert not thread.is_alive(), "the server did not stop"
 
 
@@ -60,49 +46,34 @@ def _append(path: Path, line: str) -> None:
 
 def test_a_line_written_to_the_watched_folder_shows_up_on_the_page(watched):
     base, logs = watched
-    outside: list[str] = []
-    errors: list[str] = []
-
-    def only_local(route):
-        if urlparse(route.request.url).netloc == urlparse(base).netloc:
-            route.continue_()
-        else:
-            outside.append(route.request.url)
-            route.abort()
-
     with tempfile.TemporaryDirectory(prefix="rankdoctor-chromium-") as profile, sync_api.sync_playwright() as pw:
         ctx = pw.chromium.launch_persistent_context(profile, executable_path=str(CHROMIUM), headless=True, args=ARGS)
         ctx.set_default_timeout(20_000)
-        page = ctx.new_page()
-        page.route("**/*", only_local)
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" and "Content Security Policy" in m.text else None)
-        page.goto(base + "/watch")
-        page.wait_for_selector("#rd-watch .rd-report")
-        assert "4 rank(s) heard from" in page.inner_text("#rd-watch-status")
-        assert "no failure" in page.inner_text(".rd-verdict").lower()
-        shown = int(page.get_attribute("#rd-watch", "data-version"))
+        with guarded(ctx.new_page(), base) as page:
+            page.goto(base + "/watch")
+            page.wait_for_selector("#rd-watch .rd-report")
+            assert "4 rank(s) heard from" in page.inner_text("#rd-watch-status")
+            assert "no failure" in page.inner_text(".rd-verdict").lower()
+            shown = int(page.get_attribute("#rd-watch", "data-version"))
 
-        # rank 1 runs out of memory, the others' watchdogs fire: written while the page is open
-        t0 = time.monotonic()
-        _append(logs / "rank_1.log", OOM.format(r=1))
-        for r in (0, 2, 3):
-            _append(logs / f"rank_{r}.log", WATCHDOG.format(r=r))
-        page.locator("h1.rd-title", has_text="CUDA out of memory").wait_for()  # (no wait_for_function: the CSP forbids eval)
-        took = time.monotonic() - t0
-        assert int(page.get_attribute("#rd-watch", "data-version")) > shown
-        assert page.inner_text(".rd-init").strip().startswith("rank 1")
-        assert "OutOfMemoryError" in page.inner_text("#rd-watch")  # the line itself, as evidence
-        assert page.locator(".tl-lane").count() == 4
-        # the timeline of the new fragment works as on the report page
-        page.locator(".tl-mark.initiating").click()
-        page.wait_for_selector(".rd-tl-detail:not([hidden])")
-        assert "OutOfMemoryError" in page.inner_text(".rd-tl-detail")
-        assert took < 10, f"the page showed the diagnosis {took:.1f} s after the lines were written"
-        page.close()
+            # rank 1 runs out of memory, the others' watchdogs fire: written while the page is open
+            t0 = time.monotonic()
+            _append(logs / "rank_1.log", OOM.format(r=1))
+            for r in (0, 2, 3):
+                _append(logs / f"rank_{r}.log", WATCHDOG.format(r=r))
+            page.locator("h1.rd-title", has_text="CUDA out of memory").wait_for()  # (no wait_for_function: the CSP forbids eval)
+            took = time.monotonic() - t0
+            assert int(page.get_attribute("#rd-watch", "data-version")) > shown
+            assert page.inner_text(".rd-init").strip().startswith("rank 1")
+            assert "OutOfMemoryError" in page.inner_text("#rd-watch")  # the line itself, as evidence
+            assert page.locator(".tl-lane").count() == 4
+            # the timeline of the new fragment works as on the report page
+            page.locator(".tl-mark.initiating").click()
+            page.wait_for_selector(".rd-tl-detail:not([hidden])")
+            assert "OutOfMemoryError" in page.inner_text(".rd-tl-detail")
+            assert took < 10, f"the page showed the diagnosis {took:.1f} s after the lines were written"
+            page.close()
         ctx.close()
-    assert not outside, f"requests left the machine: {outside}"
-    assert not errors, f"JavaScript errors or blocked by the page's Content-Security-Policy: {errors}"
 
 
 def test_the_watch_page_keeps_the_guard(watched):
