@@ -156,10 +156,14 @@ def run_case(kb: KnowledgeBase, scanner: Scanner, case: Path, paths: list[str] |
     in the case folder included (``use_fr=False``: logs only)."""
     from .pipeline import diagnose_paths
 
-    label = read_label(case)
     d, _, _ = diagnose_paths(
         kb, paths or evidence_paths(case), lambda sources: scan_sources(kb, sources, scanner), fr=[str(case)], use_fr=use_fr
     )
+    return _outcome(case, read_label(case), d)
+
+
+def _outcome(case: Path, label: dict, d) -> Outcome:
+    """The case's label beside the top diagnosis of ``d``."""
     top = d.diagnoses[0] if d.diagnoses else None
     return Outcome(
         case.name,
@@ -184,10 +188,10 @@ def fault_kind(case: Path) -> str:
     return re.sub(r"-(?:w\d+\b|tp\d+dp\d+|pp\d+tp\d+dp\d+).*$", "", case.name)
 
 
-def view_outcomes(kb: KnowledgeBase, scanner: Scanner, case: Path) -> dict[str, Outcome]:
+def view_outcomes(kb: KnowledgeBase, scanner: Scanner, case: Path, whole: Outcome | None = None) -> dict[str, Outcome]:
     """The case diagnosed from each kind of evidence it holds on its own: its logs, its
-    Flight Recorder dumps, its stack dumps, and all of them (the views it cannot make are
-    left out)."""
+    Flight Recorder dumps, its stack dumps, and all of them (``whole``: that last one, when
+    run_case has made it already; the views it cannot make are left out)."""
     from .ingest.sources import expand_inputs
     from .ingest.stacks import stacks_among
     from .pipeline import diagnose_paths
@@ -204,13 +208,11 @@ def view_outcomes(kb: KnowledgeBase, scanner: Scanner, case: Path) -> dict[str, 
         views["dumps only"] = ([], True)
     if stack_paths:
         views["stacks only"] = (stack_paths, False)
-    out = {}
+    out = {"all": whole} if whole is not None else {}
     for name, (ps, use_fr) in views.items():
-        d, _, _ = diagnose_paths(kb, ps, lambda sources: scan_sources(kb, sources, scanner), fr=[str(case)], use_fr=use_fr)
-        top = d.diagnoses[0] if d.diagnoses else None
-        out[name] = Outcome(case.name, label["class"], label["rank"], label["also"], top.klass if top else None,
-                            top.initiating_rank if top else None, d.verdict, label["ranks"] or None,
-                            list(top.initiating_ranks) if top else None, top.confidence if top else None)
+        if name not in out:
+            d, _, _ = diagnose_paths(kb, ps, lambda sources: scan_sources(kb, sources, scanner), fr=[str(case)], use_fr=use_fr)
+            out[name] = _outcome(case, label, d)
     return out
 
 
@@ -399,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     if logs_only:
         print(summary_line("with dumps, logs only", summary(logs_only)))
     # the lab's runs by the fault they injected and the kind of evidence read
-    lab = [(case, view_outcomes(kb, scanner, case)) for case, _ in outcomes if case.parent.name.startswith("lab")]
+    lab = [(case, view_outcomes(kb, scanner, case, o)) for case, o in outcomes if case.parent.name.startswith("lab")]
     if lab:
         print()
         print(evidence_table(lab))
