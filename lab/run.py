@@ -760,9 +760,24 @@ MATRIX_PG2D_SPEC = [
 ]
 
 
-def pg2d_cases() -> dict[str, Case]:
+# A second, held-out draw of the 8-rank matrix (`--matrix-pg2d --fresh`): other layouts, culprits and
+# steps for the same faults, two-culprit variants of faults the first draw has with one culprit only.
+MATRIX_PG2D_FRESH = [
+    ("none", "pp2tp2dp2", (), 0, False),
+    ("hang-gil", "pp2tp2dp2", (7,), 3, True),
+    ("sigstop", "tp2dp4", (1, 4), 2, True),
+    ("exception", "tp4dp2", (3, 4), 2, False),
+    ("slow", "tp2dp4", (6,), 2, False),
+    ("p2p-order", "pp2tp2dp2", (0,), 2, False),
+    ("p2p-shape", "pp2tp2dp2", (4,), 3, True),
+    ("same-shape", "tp2dp4", (2,), 3, True),
+    ("extra-dp", "pp2tp2dp2", (5,), 2, True),
+]
+
+
+def pg2d_cases(spec: list | None = None) -> dict[str, Case]:
     out: dict[str, Case] = {}
-    for fault, layout, cs, s, tee in MATRIX_PG2D_SPEC:
+    for fault, layout, cs, s, tee in spec or MATRIX_PG2D_SPEC:
         name = ("healthy" if fault == "none" else ("two-" if len(cs) > 1 else "") + fault) + f"-{layout}"
         if cs:
             name += "-r" + "r".join(map(str, cs)) + f"-s{s}"
@@ -870,6 +885,8 @@ def _py_spy(pid: int, *extra: str) -> tuple[str, str]:
         except subprocess.TimeoutExpired:
             how += f"{shlex.join(cmd[1:])}: timed out after 20 s; "
             continue
+        except OSError as exc:  # no py-spy: `make lab-pg2d` installs it; the variant is then CHECK
+            return "", how + f"{exe}: {exc.strerror} (pip install py-spy==0.4.2)"
         if p.returncode == 0 and p.stdout.strip():
             return p.stdout, how + shlex.join(cmd[1:])
         how += f"{shlex.join(cmd[1:])}: exit {p.returncode} {p.stderr.strip()[:200]}; "
@@ -1111,17 +1128,20 @@ def main(argv=None) -> int:
                     help="output folder (default: tests/scenarios/lab, with --matrix tests/scenarios/lab-matrix)")
     ap.add_argument("--matrix", action="store_true", help="run the fault matrix instead of the single cases")
     ap.add_argument("--fresh", nargs="?", type=int, const=1, default=None, choices=sorted(FRESH_DRAWS),
-                    help="with --matrix: a held-out draw instead (1: MATRIX_FRESH, 2: MATRIX_FRESH2); needs --out")
+                    help="with --matrix: a held-out draw instead (1: MATRIX_FRESH, 2: MATRIX_FRESH2); with "
+                    "--matrix-pg2d: MATRIX_PG2D_FRESH (1); needs --out")
     ap.add_argument("--matrix-pg2d", action="store_true",
                     help="the 8-rank TP x DP (x PP) process-group matrix (MATRIX_PG2D_SPEC, lab/pg2d.py); "
                     "held out, needs --out")
     ap.add_argument("--list", action="store_true")
     a = ap.parse_args(argv)
-    if a.fresh and not (a.matrix and (a.out or a.list)):
-        ap.error("--fresh goes with --matrix and an --out folder outside tests/scenarios")
+    if a.fresh and not ((a.matrix or a.matrix_pg2d) and (a.out or a.list)):
+        ap.error("--fresh goes with --matrix or --matrix-pg2d and an --out folder outside tests/scenarios")
+    if a.fresh and a.matrix_pg2d and a.fresh != 1:
+        ap.error("--matrix-pg2d has one held-out draw: --fresh 1")
     if a.matrix_pg2d and not (a.out or a.list):
         ap.error("--matrix-pg2d needs an --out folder outside tests/scenarios")
-    table = (pg2d_cases() if a.matrix_pg2d else
+    table = (pg2d_cases(MATRIX_PG2D_FRESH if a.fresh else None) if a.matrix_pg2d else
              matrix_cases(FRESH_DRAWS[a.fresh] if a.fresh else None) if a.matrix else CASES)
     out = a.out or (MATRIX_OUT if a.matrix else os.path.join(REPO, "tests", "scenarios", "lab"))
     if a.list:
