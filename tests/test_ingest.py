@@ -318,3 +318,28 @@ def test_global_rank_prefix_names_the_printer_of_a_group_local_report(kb):
             "Timeout(ms)=600000) ran for 600045 milliseconds before timing out.")
     hit = next(e for e in scan_text(kb, line).events if e.signature == "watchdog-timeout")
     assert hit.rank == 13 and hit.time.startswith("2025-02-18T12:54")
+
+
+def test_torchelastic_error_files_alone_name_the_rank_that_raised(tmp_path):
+    """torchrun's error.json (``@record``, TORCHELASTIC_ERROR_FILE) is a one-line JSON document:
+    its message and traceback are read as that rank's lines, stamped with its timestamp, so the
+    error files of a run whose console was lost still show which rank raised first."""
+    import shutil
+
+    import rankdoctor
+    from .conftest import SCENARIOS
+
+    run = SCENARIOS / "lab-pg2d" / "exception-tp2dp4-r5-s3" / "logs"
+    for f in run.rglob("error.json"):
+        dest = tmp_path / f.relative_to(run)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(f, dest)
+    raw = (tmp_path / next(run.glob("*")).name / "attempt_0" / "5" / "error.json").read_bytes()
+    assert sources_mod.torchelastic_error(raw).splitlines()[-1] == (
+        b"2026-12-02 08:26:59 json.decoder.JSONDecodeError: Expecting ',' delimiter: line 1 column 30 (char 29)")
+    assert sources_mod.torchelastic_error(b'{"not": "an error file"}') is None
+    d = rankdoctor.diagnose([str(tmp_path)])
+    top = d.diagnoses[0]
+    assert top.initiating_rank == 5
+    assert any(e.rank == 5 and "JSONDecodeError" in e.text for e in top.evidence)
+    assert (tmp_path / next(run.glob("*")).name / "attempt_0" / "5" / "error.json").read_bytes() == raw  # untouched

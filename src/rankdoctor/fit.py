@@ -54,6 +54,10 @@ MAX_CONFIDENT_WRONG = 0.025
 # flipped between neighbouring hundredths, turning the same right answers diagnosed and
 # inconclusive and back
 THRESHOLD_KEEP_LIMIT = 0.03
+# ... and keeps a committed threshold that is higher than the fresh choice by at most this
+# much (the same flip the other way: borderline answers turning diagnosed one refit, back
+# the next); a larger drop is taken
+THRESHOLD_STEP_KEPT = 0.02
 WEIGHTS_PATH = Path(__file__).parent / "diagnose" / "weights.json"
 LOGS_ONLY = " (logs only)"  # the name suffix of a run with dumps weighed without them
 
@@ -353,6 +357,8 @@ def main(argv: list[str] | None = None) -> int:
     if kept is not None and kept < threshold and (
             sum(confident_wrong(p, kept) for p in failed_preds) <= THRESHOLD_KEEP_LIMIT * len(failed_preds)):
         threshold = kept
+    elif kept is not None and threshold < kept <= threshold + THRESHOLD_STEP_KEPT + 1e-9:
+        threshold = kept  # a fresh choice a notch or two lower: the stricter committed one stays
     feats, null = fit_weights(cases, lam)
     roots = {}
     for c in cases:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import os
 import stat
 import sys
@@ -22,6 +23,7 @@ import zipfile
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
 from typing import BinaryIO
@@ -607,6 +609,31 @@ def expand_inputs(paths: list[str], stdin: BinaryIO | None = None) -> list[Sourc
     return sources
 
 
+def torchelastic_error(data: bytes) -> bytes | None:
+    """A torchelastic error file (``TORCHELASTIC_ERROR_FILE``, torchrun's ``error.json``) as
+    the lines a log would hold: the exception and its traceback, each line stamped with the
+    file's timestamp (UTC), so the scan reads it as that rank's own failure at its time.
+    None when ``data`` is not one."""
+    if not data.lstrip()[:1] == b"{" or b'"message"' not in data[:200]:
+        return None
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return None
+    msg = doc.get("message") if isinstance(doc, dict) else None
+    if not isinstance(msg, dict) or not isinstance(msg.get("message"), str):
+        return None
+    extra = msg.get("extraInfo") if isinstance(msg.get("extraInfo"), dict) else {}
+    stack = extra.get("py_callstack") if isinstance(extra.get("py_callstack"), str) else ""
+    stamp = ""
+    try:
+        stamp = datetime.fromtimestamp(int(extra.get("timestamp")), timezone.utc).strftime("%Y-%m-%d %H:%M:%S ")
+    except (TypeError, ValueError, OverflowError, OSError):
+        pass
+    lines = stack.splitlines() or [msg["message"]]
+    return "".join(f"{stamp}{ln}\n" for ln in lines if ln.strip()).encode("utf-8", "replace")
+
+
 def _unwrapped(src: Source, data: bytes | None = None) -> Source:
     """A small input that was hard-wrapped by a terminal or a paste, re-joined (unwrap.py).
     ``data``: the source's bytes when the caller has them already."""
@@ -619,6 +646,8 @@ def _unwrapped(src: Source, data: bytes | None = None) -> Source:
                 f.read(1)  # damaged data raises here, after what came before it: leave it to the scan
         except OSError:
             return src  # the scan reports what is wrong with it
+    if (err := torchelastic_error(data)) is not None:  # read as its lines; an expected input, no warning
+        return Source(src.name, lambda: io.BytesIO(err), len(err), list(src.warnings))
     done = unwrap(data)
     if done is None:
         return src
