@@ -910,14 +910,14 @@ def take_stacks(proc, chunks, case: Case, cdir: str, t0: float, result: dict) ->
     hows = {}
     t_start = time.time()
     for rank, pid in sorted(pids.items()):  # text first: it matters most while the job still hangs
-        text, how = _py_spy(pid)
+        text, how = _py_spy(pid, "--locals")
         hows[rank] = how
         if text:
             with open(os.path.join(sdir, f"rank{rank}.txt"), "w") as f:
                 f.write(text)
     t_text = time.time()
     for rank, pid in sorted(pids.items()):
-        js, _ = _py_spy(pid, "--json")
+        js, _ = _py_spy(pid, "--locals", "--json")
         if js:
             with open(os.path.join(sdir, f"rank{rank}.json"), "w") as f:
                 f.write(js)
@@ -926,8 +926,8 @@ def take_stacks(proc, chunks, case: Case, cdir: str, t0: float, result: dict) ->
     failed = {r: h for r, h in hows.items() if r not in taken}
     result["ranks"] = taken
     result["note"] = (
-        f"py-spy {_py_spy_version()} 'dump --pid <pid>' (text, stacks/rank<N>.txt) then 'dump --pid <pid> "
-        f"--json' (stacks/rank<N>.json) of every worker, pids found from outside in /proc (RANK in each "
+        f"py-spy {_py_spy_version()} 'dump --pid <pid> --locals' (text, stacks/rank<N>.txt) then 'dump --pid "
+        f"<pid> --locals --json' (stacks/rank<N>.json) of every worker, pids found from outside in /proc (RANK in each "
         f"worker's environ); triggered by the first console line matching {case.stacks_after!r} at "
         f"{t_trig - t0:.1f}s, text dumps {t_start - t0:.1f}-{t_text - t0:.1f}s, json dumps until "
         f"{t_end - t0:.1f}s after torchrun started; ranks dumped: {taken or 'none'}"

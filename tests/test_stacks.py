@@ -104,3 +104,34 @@ def test_diagnose_with_stack_dumps_of_a_hung_job_alone_names_the_odd_rank(tmp_pa
     d = json.loads(r.stdout)
     assert r.returncode in (1, 3) and d["diagnoses"][0]["initiating_rank"] == 4
     assert d["diagnoses"][0]["class"] == "straggler-timeout"
+
+
+P2P_ORDER = SCENARIOS / "lab-pg2d" / "p2p-order-pp2tp2dp2-r1-s2"
+
+
+def test_pyspy_locals_text_and_json_and_the_p2p_wait_cycle():
+    """py-spy --locals: the recv's ``src`` says whom each rank waits for; ranks 1 and 5 (a
+    stage-0 rank that posted its recv before its send, and its stage-1 peer) wait on each
+    other, rank 0 waits on rank 4, which is not in a recv."""
+    from rankdoctor.ingest.stacks import p2p_cycles, p2p_waits
+
+    text = parse_stack_dump((P2P_ORDER / "stacks" / "rank1.txt").read_text(), "rank1.txt")
+    js = parse_stack_dump((P2P_ORDER / "stacks" / "rank1.json").read_text(), "rank1.json")
+    for d in (text, js):
+        recv = d.main.frames[0]
+        assert recv.func == "recv" and recv.args["src"] == "5" and recv.args["group_src"] == "None"
+        assert "Arguments:" not in [f.func for f in d.main.frames]
+    assert [(f.func, f.line) for f in text.main.frames] == [(f.func, f.line) for f in js.main.frames]
+    dumps, _ = read_stack_dumps([P2P_ORDER / "stacks"])
+    waits = p2p_waits(dumps)
+    assert waits[1] == ("recv", 5) and waits[5] == ("recv", 1) and waits[0] == ("recv", 4)
+    assert p2p_cycles(waits) == {1, 5}
+    assert p2p_cycles({0: ("recv", 4), 4: ("send", 7)}) == set()
+    # arguments and locals are not part of where a rank is: they never split a group
+    assert text.main.frames[0] == type(recv)(recv.func, recv.file, recv.line)
+
+
+def test_stacks_command_names_the_p2p_cycle():
+    r = run_cli("stacks", str(P2P_ORDER / "stacks"))
+    assert r.returncode == 1
+    assert b"point-to-point wait cycle: rank 1 in recv from rank 5, rank 5 in recv from rank 1" in r.stdout

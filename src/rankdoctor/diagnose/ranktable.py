@@ -294,6 +294,7 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
             everyone = {r for g in groups for r in g.ranks}
             if 2 * len(outside) <= len(everyone):
                 stack_odd = outside
+
     # only a rank with no line of its own here is one an unknown printer waited on: NCCL's
     # proxy threads print "Connection closed by localRank N" / "Proxy Call to rank N failed"
     # about their own rank N when it aborts

@@ -7,6 +7,8 @@ data.py:41"). This reads the dumps engineers take from a live job:
 - ``py-spy dump --pid P`` text: ``Process P: cmd`` / ``Thread T (idle|active): "name"`` /
   ``    func (file:line)`` frames, innermost first;
 - ``py-spy dump --pid P --json``: a list of threads with ``frames`` (innermost first);
+- with ``--locals``, each frame's arguments and locals (kept on the frame: a ``recv``'s
+  ``src`` says whom a rank waits for);
 - Python's faulthandler: ``Thread 0x... (most recent call first):`` /
   ``  File "file", line N in func``.
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from pathlib import Path
 
 from .dumpfile import Meter, NotRegular, Unusable, loads_json, read_regular
@@ -31,6 +34,8 @@ class Frame:
     func: str
     file: str
     line: int | None
+    # arguments and locals (py-spy --locals), as repr text: not part of where a rank is
+    args: MappingProxyType = field(default_factory=lambda: MappingProxyType({}), compare=False, hash=False, repr=False)
 
     def __str__(self) -> str:
         return f"{self.func} ({self.file}:{self.line})" if self.line is not None else f"{self.func} ({self.file})"
@@ -84,11 +89,26 @@ def _parse_pyspy_text(text: str, source: str) -> StackDump:
     if (m := _PYSPY_PROCESS.search(text)):
         dump.pid = int(m.group(1))
     current: Thread | None = None
+    block = 0  # indentation of an "Arguments:" / "Locals:" header of the last frame (0: none)
+    args: dict[str, str] = {}
     for ln in text.splitlines():
+        indent = len(ln) - len(ln.lstrip(" "))
+        if block and indent > block and ":" in ln:  # "            src: 5" (py-spy --locals)
+            name, _, value = ln.strip().partition(": ")
+            args.setdefault(name.rstrip(":"), value)
+            continue
+        block = 0
         if (m := _PYSPY_THREAD.match(ln)):
             current = Thread(m.group(2) or "", [], m.group(1) == "active")
             dump.threads.append(current)
+        elif current is not None and current.frames and ln.strip() in ("Arguments:", "Locals:"):
+            block = indent
+            if not args:
+                args = {}
+                f = current.frames[-1]
+                current.frames[-1] = Frame(f.func, f.file, f.line, MappingProxyType(args))
         elif current is not None and (m := _PYSPY_FRAME.match(ln)):
+            args = {}
             current.frames.append(Frame(m.group(1), m.group(2), int(m.group(3)) if m.group(3) else None))
     return dump
 
@@ -110,8 +130,9 @@ def _parse_pyspy_json(text: str, source: str) -> StackDump | None:
             if not isinstance(f, dict):
                 continue
             line = f.get("line")
+            args = {str(v.get("name")): str(v.get("repr")) for v in f.get("locals") or [] if isinstance(v, dict)}
             frames.append(Frame(str(f.get("name", "?")), str(f.get("short_filename") or f.get("filename") or "?"),
-                                line if isinstance(line, int) else None))
+                                line if isinstance(line, int) else None, MappingProxyType(args)))
         active = t.get("active")
         dump.threads.append(Thread(str(t.get("thread_name") or ""), frames, active if isinstance(active, bool) else None))
     return dump
@@ -235,6 +256,44 @@ _COLLECTIVE_FRAME = re.compile(
 def in_collective(frames) -> bool:
     """The stack is inside a torch.distributed collective call (its innermost frames)."""
     return any(_COLLECTIVE_FRAME.search(f.func) or _COLLECTIVE_FRAME.search(f.file) for f in frames)
+
+
+_P2P_FRAME = re.compile(r"^(?:recv|send|irecv|isend)$")
+
+
+def p2p_waits(dumps: list[StackDump]) -> dict[int, tuple[str, int]]:
+    """rank -> (op, peer) for ranks whose main thread is blocked in torch.distributed's
+    ``send``/``recv`` and whose dump has the call's arguments (py-spy ``--locals``): ``src``
+    / ``dst`` are global ranks. A call made with ``group_src``/``group_dst`` (a rank within
+    the group) is left out: the dump does not say which global rank that is."""
+    out: dict[int, tuple[str, int]] = {}
+    for d in dumps:
+        main = d.main
+        if d.rank is None or main is None or d.rank in out:
+            continue
+        for f in main.frames[:4]:
+            if _P2P_FRAME.match(f.func) and f.file.endswith("distributed_c10d.py"):
+                peer = f.args.get("src" if "recv" in f.func else "dst", "")
+                if peer.isdigit():
+                    out[d.rank] = (f.func, int(peer))
+                break
+    return out
+
+
+def p2p_cycles(waits: dict[int, tuple[str, int]]) -> set[int]:
+    """The ranks on a cycle of point-to-point waits: 1 waits in recv from 5 while 5 waits in
+    recv from 1 (a send/recv order mismatch). Nothing on the cycle can move; every rank
+    waiting on them is collateral."""
+    on_cycle: set[int] = set()
+    for start in waits:
+        seen = [start]
+        r = waits[start][1]
+        while r in waits and r not in seen:
+            seen.append(r)
+            r = waits[r][1]
+        if r == start and len(seen) > 1:
+            on_cycle.update(seen)
+    return on_cycle
 
 
 def outliers(groups: list[Group]) -> list[Group]:
