@@ -1,0 +1,68 @@
+"""Similar past incidents: the saved diagnoses that look like this one, best first.
+
+Similarity = 0.7 x Jaccard(fingerprint sets) + 0.2 if the top entry is the same
++ 0.1 if the incident has a recorded fix. The fix counts a little because it is what
+one looks the past up for: between two about equally close incidents, the one that says
+what worked comes first. An incident counts as similar from MIN_SIMILARITY on: the same
+entry alone (0.2) is enough, a different entry needs shared evidence lines."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .fingerprints import fingerprints, jaccard
+from .store import History, Incident
+
+MIN_SIMILARITY = 0.2
+SHOWN = 5
+
+
+@dataclass
+class Match:
+    incident: Incident
+    similarity: float
+    shared: int  # fingerprints in common
+
+    def to_json(self) -> dict[str, Any]:
+        """One item of the report's optional ``similar_incidents``."""
+        i = self.incident
+        return {
+            "id": i.id, "uid": i.uid, "saved_at": i.saved_at, "job": i.job, "entry": i.entry, "class": i.klass,
+            "initiating_ranks": i.initiating_ranks, "similarity": round(self.similarity, 2),
+            "shared_fingerprints": self.shared, "fix": i.fix, "fixed_at": i.fixed_at,
+        }
+
+
+def score(fps: list[str], entry: str | None, past: Incident) -> tuple[float, int]:
+    shared = len(set(fps) & set(past.fingerprints))
+    s = 0.7 * jaccard(fps, past.fingerprints) + (0.2 if entry and entry == past.entry else 0.0)
+    if s and past.fix:
+        s += 0.1
+    return s, shared
+
+
+def similar(report: dict[str, Any], incidents: list[Incident], limit: int = SHOWN, exclude_uid: str | None = None) -> list[Match]:
+    """The incidents most like ``report`` (a rankdoctor.diagnosis/v1 document), best first;
+    none for a report without a finding."""
+    fps = fingerprints(report)
+    top = (report.get("diagnoses") or [None])[0]
+    if not fps and not top:
+        return []
+    entry = top.get("entry") if top else None
+    matches = []
+    for past in incidents:
+        if past.uid == exclude_uid or not past.entry:
+            continue
+        s, shared = score(fps, entry, past)
+        if s >= MIN_SIMILARITY:
+            matches.append(Match(past, s, shared))
+    matches.sort(key=lambda m: -round(m.similarity, 4))  # ties: newest first, as incidents come
+    return matches[:limit]
+
+
+def lookup(report: dict[str, Any], history: History) -> list[Match] | None:
+    """The similar incidents in ``history``; None when there is no history to look in."""
+    if not history.exists():
+        return None
+    return similar(report, history.all())
