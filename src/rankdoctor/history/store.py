@@ -51,6 +51,10 @@ class HistoryError(Exception):
     """The history cannot be read or written; the message is one line."""
 
 
+class NoIncident(HistoryError):
+    """No incident has that number."""
+
+
 def default_path() -> Path:
     home = os.environ.get("RANKDOCTOR_HOME")
     if home:
@@ -140,7 +144,7 @@ class History:
     @contextmanager
     def _db(self, create: bool = False) -> Iterator[sqlite3.Connection]:
         if not create and not self.exists():
-            raise HistoryError(f"{self.path}: no incident history yet (save one with rankdoctor diagnose --save)")
+            raise NoIncident(f"{self.path}: no incident history yet (save one with rankdoctor diagnose --save)")
         try:
             if create:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -183,7 +187,7 @@ class History:
         with self._db() as con:
             r = con.execute(f"SELECT {_COLUMNS} FROM incidents WHERE id = ?", (incident_id,)).fetchone()
         if r is None:
-            raise HistoryError(f"no incident {incident_id} in {self.path} (see rankdoctor history list)")
+            raise NoIncident(f"no incident {incident_id} in {self.path} (see rankdoctor history list)")
         return _row(r)
 
     def resolve(self, incident_id: int, fix: str) -> Incident:
@@ -194,7 +198,7 @@ class History:
         with self._db() as con:
             cur = con.execute("UPDATE incidents SET fix = ?, fixed_at = ? WHERE id = ?", (fix, now(), incident_id))
             if cur.rowcount == 0:
-                raise HistoryError(f"no incident {incident_id} in {self.path} (see rankdoctor history list)")
+                raise NoIncident(f"no incident {incident_id} in {self.path} (see rankdoctor history list)")
         return self.get(incident_id)
 
     def merge(self, incidents: list[Incident]) -> tuple[int, int, int]:
