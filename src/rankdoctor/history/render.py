@@ -63,7 +63,10 @@ def show(i: Incident, console: Console) -> None:
 
 def compare_text(c: Comparison, console: Console) -> None:
     doc = c.to_json()
-    verdict = Text("SAME FAILURE", style="bold green") if c.same_failure else Text("DIFFERENT FAILURE", style="bold red")
+    if c.same_failure and c.a.top is None:
+        verdict = Text("SAME: no failure in either", style="bold green")
+    else:
+        verdict = Text("SAME FAILURE", style="bold green") if c.same_failure else Text("DIFFERENT FAILURE", style="bold red")
     console.print(Text.assemble(("rankdoctor compare  ", "bold"), verdict,
                                 f"  ·  evidence similarity {doc['similarity']:.2f}"
                                 + ("" if c.same_failure or not c.same_class else "  ·  same class")))

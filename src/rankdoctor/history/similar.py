@@ -65,4 +65,4 @@ def lookup(report: dict[str, Any], history: History) -> list[Match] | None:
     """The similar incidents in ``history``; None when there is no history to look in."""
     if not history.exists():
         return None
-    return similar(report, history.all())
+    return similar(report, history.all(reports=False))

@@ -176,12 +176,15 @@ class History:
         )
         return int(cur.lastrowid)
 
-    def all(self) -> list[Incident]:
-        """Every incident, newest first; [] when there is no history yet."""
+    def all(self, reports: bool = True) -> list[Incident]:
+        """Every incident, newest first; [] when there is no history yet. ``reports=False``
+        leaves each report out ({}): a similarity lookup needs only the fingerprints, and
+        parsing thousands of reports would cost it seconds."""
         if not self.exists():
             return []
+        columns = _COLUMNS if reports else _COLUMNS.replace("report,", "'{}',")
         with self._db() as con:
-            return [_row(r) for r in con.execute(f"SELECT {_COLUMNS} FROM incidents ORDER BY saved_at DESC, id DESC")]
+            return [_row(r) for r in con.execute(f"SELECT {columns} FROM incidents ORDER BY saved_at DESC, id DESC")]
 
     def get(self, incident_id: int) -> Incident:
         with self._db() as con:

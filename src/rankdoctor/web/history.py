@@ -28,9 +28,9 @@ def _get(history: History, incident_id: int) -> Incident:
         raise HTTPException(503, str(exc)) from None
 
 
-def _all(history: History) -> list[Incident]:
+def _all(history: History, reports: bool = True) -> list[Incident]:
     try:
-        return history.all()
+        return history.all(reports)
     except HistoryError as exc:
         raise HTTPException(503, str(exc)) from None
 
@@ -48,12 +48,12 @@ def make_history_router(history: History, page: Callable[..., HTMLResponse], tok
 
     @r.get("/history", response_class=HTMLResponse, include_in_schema=False)
     def history_page() -> HTMLResponse:
-        return page("history.html", incidents=_all(history), path=str(history.path))
+        return page("history.html", incidents=_all(history, reports=False), path=str(history.path))
 
     @r.get("/history/{incident_id}", response_class=HTMLResponse, include_in_schema=False)
     def incident_page(incident_id: int) -> HTMLResponse:
         i = _get(history, incident_id)
-        others = [m for m in similar(i.report, _all(history), exclude_uid=i.uid)]
+        others = similar(i.report, _all(history, reports=False), exclude_uid=i.uid)
         return page("incident.html", i=i, top=(i.report.get("diagnoses") or [{}])[0], similar=others,
                     token=token(), token_header=token_header)
 
@@ -74,7 +74,7 @@ def make_history_router(history: History, page: Callable[..., HTMLResponse], tok
         """The incident (rankdoctor.incident/v1 with its `id`) and the incidents most like
         it (`similar`, best first, as a report's `similar_incidents`)."""
         i = _get(history, incident_id)
-        return {**_item(i), "similar": [m.to_json() for m in similar(i.report, _all(history), exclude_uid=i.uid)]}
+        return {**_item(i), "similar": [m.to_json() for m in similar(i.report, _all(history, reports=False), exclude_uid=i.uid)]}
 
     @r.post("/api/history/{incident_id}/resolve", tags=["history"], summary="Record what fixed an incident", responses=_404)
     def resolve(incident_id: int, fix: str = Body(..., embed=True, min_length=1, max_length=4000)) -> dict:
