@@ -731,7 +731,7 @@ def compare(
 ) -> None:
     """Tell whether two runs failed the same way, and what differs.
 
-    Same failure means the same verdict and the same top entry. Exit status: 0 same failure, 1 different failures, 2 usage or input error.
+    Same failure means the same top entry and evidence at least half alike (Jaccard of the templated evidence lines). Exit status: 0 same failure, 1 different failures, 2 usage or input error.
     """
     from .history.sides import SideError, load_side
 

@@ -198,7 +198,8 @@ class CompareDoc(TypedDict):
     """rankdoctor.compare/v1"""
 
     schema: Literal["rankdoctor.compare/v1"]
-    same_failure: bool
+    same_failure: Annotated[bool, Field(description="the same top entry, and evidence at least 0.5 alike")]
+    same_entry: bool
     same_class: bool
     similarity: Annotated[float, Field(ge=0.0, le=1.0, description="Jaccard of the two fingerprint sets")]
     a: CompareSideDoc  # type: ignore[valid-type]

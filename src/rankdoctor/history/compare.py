@@ -1,7 +1,14 @@
 """``rankdoctor compare A B``: is B the same failure as A?
 
 Each side is a rankdoctor.diagnosis/v1 document (a run diagnosed now, or an incident from
-the history). Same failure = the same verdict and the same top entry. Then what differs:
+the history). Same failure = the same top entry (none on both sides: neither failed) and
+evidence at least SAME_EVIDENCE alike (Jaccard of the fingerprint sets). The entry alone is
+too coarse: one entry, collective-sequence-mismatch, is the answer for five of the lab's
+fault kinds (dtype, shape, extra collective, ...), whose Flight Recorder lines differ. The
+verdict is not compared: the same failure can be diagnosed in one run and inconclusive in
+the next, when its evidence is shorter. On the lab's 107 real runs (bench/history_lab.md)
+this says "same" of 327 of 376 pairs of one fault family and of 97 of 5,295 pairs of two.
+Then what differs:
 the fingerprints (templated evidence lines, fingerprints.py) only in A, only in B and in
 both, and the ranks whose role changed (initiating, collateral, or not named). Ranks are
 compared by number: rank 3 of one run is rank 3 of the other, whatever host it ran on."""
@@ -14,6 +21,7 @@ from typing import Any
 from .fingerprints import fingerprints, jaccard
 
 COMPARE_SCHEMA = "rankdoctor.compare/v1"
+SAME_EVIDENCE = 0.5
 INITIATING, COLLATERAL, NAMED_NOT = "initiating", "collateral", "-"
 
 
@@ -52,9 +60,20 @@ class Comparison:
     b: Side
 
     @property
+    def same_entry(self) -> bool:
+        return (self.a.top or {}).get("entry") == (self.b.top or {}).get("entry")
+
+    @property
+    def similarity(self) -> float:
+        return jaccard(fingerprints(self.a.report), fingerprints(self.b.report))
+
+    @property
     def same_failure(self) -> bool:
-        ta, tb = self.a.top, self.b.top
-        return self.a.report["verdict"] == self.b.report["verdict"] and (ta or {}).get("entry") == (tb or {}).get("entry")
+        if not self.same_entry:
+            return False
+        if self.a.top is None:  # neither found a failure
+            return True
+        return self.similarity >= SAME_EVIDENCE
 
     @property
     def same_class(self) -> bool:
@@ -78,6 +97,7 @@ class Comparison:
         return {
             "schema": COMPARE_SCHEMA,
             "same_failure": self.same_failure,
+            "same_entry": self.same_entry,
             "same_class": self.same_class,
             "similarity": round(jaccard(fa, fb), 2),
             "a": self.a.summary(),

@@ -67,9 +67,10 @@ def compare_text(c: Comparison, console: Console) -> None:
         verdict = Text("SAME: no failure in either", style="bold green")
     else:
         verdict = Text("SAME FAILURE", style="bold green") if c.same_failure else Text("DIFFERENT FAILURE", style="bold red")
-    console.print(Text.assemble(("rankdoctor compare  ", "bold"), verdict,
-                                f"  ·  evidence similarity {doc['similarity']:.2f}"
-                                + ("" if c.same_failure or not c.same_class else "  ·  same class")))
+    how = ""
+    if not c.same_failure:
+        how = "  ·  same entry, other evidence" if c.same_entry else "  ·  same class" if c.same_class else ""
+    console.print(Text.assemble(("rankdoctor compare  ", "bold"), verdict, f"  ·  evidence similarity {doc['similarity']:.2f}{how}"))
     t = Table(box=None, padding=(0, 2), show_header=True, header_style="bold")
     t.add_column("")
     t.add_column("A: " + escape(c.a.label), overflow="fold")

@@ -3,8 +3,11 @@
 Similarity = 0.7 x Jaccard(fingerprint sets) + 0.2 if the top entry is the same
 + 0.1 if the incident has a recorded fix. The fix counts a little because it is what
 one looks the past up for: between two about equally close incidents, the one that says
-what worked comes first. An incident counts as similar from MIN_SIMILARITY on: the same
-entry alone (0.2) is enough, a different entry needs shared evidence lines."""
+what worked comes first. An incident of the same entry is listed from MIN_SIMILARITY on (the
+entry alone, 0.2, is enough); one of another entry only when at least OTHER_ENTRY_JACCARD of
+the evidence is shared: on the lab's runs (bench/history_lab.md) a fault seen only once
+otherwise drew an unrelated incident of another entry that shared half its lines (torchrun's
+generic exit lines), where "nothing similar" is the right answer."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from .fingerprints import fingerprints, jaccard
 from .store import History, Incident
 
 MIN_SIMILARITY = 0.2
+OTHER_ENTRY_JACCARD = 0.7
 SHOWN = 5
 
 
@@ -36,7 +40,11 @@ class Match:
 
 def score(fps: list[str], entry: str | None, past: Incident) -> tuple[float, int]:
     shared = len(set(fps) & set(past.fingerprints))
-    s = 0.7 * jaccard(fps, past.fingerprints) + (0.2 if entry and entry == past.entry else 0.0)
+    j = jaccard(fps, past.fingerprints)
+    same_entry = bool(entry) and entry == past.entry
+    if not same_entry and j < OTHER_ENTRY_JACCARD:
+        return 0.0, shared
+    s = 0.7 * j + (0.2 if same_entry else 0.0)
     if s and past.fix:
         s += 0.1
     return s, shared
