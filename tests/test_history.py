@@ -11,7 +11,9 @@ import sqlite3
 import pytest
 
 from rankdoctor import schemas
-from rankdoctor.history import job_name
+from rankdoctor.history import History, job_name
+from rankdoctor.history.similar import lookup
+from rankdoctor.history.similar import similar as score_every_incident
 from rankdoctor.history.fingerprints import template
 
 from .conftest import SCENARIOS, run_cli
@@ -62,6 +64,11 @@ def test_a_later_run_of_the_same_fault_lists_the_resolved_incident_first_with_it
     assert [m["id"] for m in similar] == [ids["exception-a"], ids["exception-b"]]
     assert first["similarity"] >= similar[1]["similarity"] > 0.5
     assert "saved as incident" not in err  # looked up, not saved: no --save
+    # the lookup in the file (the index of fingerprints) finds what scoring every incident finds
+    doc.pop("similar_incidents")
+    history = History(db)
+    by_index = [(m.incident.id, round(m.similarity, 6)) for m in lookup(doc, history)]
+    assert by_index == [(m.incident.id, round(m.similarity, 6)) for m in score_every_incident(doc, history.all())]
 
     rc, text, _ = cli("diagnose", str(EXCEPTION_LATER), "--db", str(db), "-q")
     block = text.split("similar past incidents", 1)[1]
@@ -83,6 +90,7 @@ def test_a_different_failure_does_not_get_the_exception_fix(saved):
 
 def test_list_show_and_the_saved_fields(saved):
     db, ids = saved
+    assert db.stat().st_mode & 0o777 == 0o600  # it quotes log lines: the user's eyes only
     rc, out, _ = cli("history", "list", "--db", str(db))
     rows = [ln.split("\t") for ln in out.splitlines()]
     assert rc == 0 and [int(r[0]) for r in rows] == sorted(ids.values(), reverse=True)  # newest first
@@ -98,6 +106,8 @@ def test_list_show_and_the_saved_fields(saved):
     assert doc["world_size"] == 3 and doc["initiating_ranks"] == [1] and doc["collateral_ranks"] == [0, 2]
     assert doc["report"]["diagnoses"][0]["entry"] == "worker-python-exception"
     assert cli("history", "show", "999", "--db", str(db))[0] == 2
+    for name in ("incident", "compare"):  # the documents' JSON Schemas are published too
+        assert json.loads(cli("schema", name)[1])["$id"] == f"rankdoctor.{name}/v1"
     rc, _, err = cli("history", "resolve", "999", "--fix", "x", "--db", str(db))
     assert rc == 2 and err.count("\n") == 1 and "no incident 999" in err
 

@@ -38,39 +38,57 @@ class Match:
         }
 
 
-def score(fps: list[str], entry: str | None, past: Incident) -> tuple[float, int]:
-    shared = len(set(fps) & set(past.fingerprints))
-    j = jaccard(fps, past.fingerprints)
-    same_entry = bool(entry) and entry == past.entry
+def _score(j: float, same_entry: bool, fixed: bool) -> float:
     if not same_entry and j < OTHER_ENTRY_JACCARD:
-        return 0.0, shared
+        return 0.0
     s = 0.7 * j + (0.2 if same_entry else 0.0)
-    if s and past.fix:
-        s += 0.1
-    return s, shared
+    return s + 0.1 if s and fixed else s
+
+
+def _top_entry(report: dict[str, Any]) -> tuple[bool, str | None]:
+    """Whether the report names a failure, and its top entry."""
+    top = (report.get("diagnoses") or [None])[0]
+    return top is not None, (top or {}).get("entry")
+
+
+def _best(matches: list[Match], limit: int) -> list[Match]:
+    kept = [m for m in matches if m.similarity >= MIN_SIMILARITY]
+    kept.sort(key=lambda m: -round(m.similarity, 4))  # ties: newest first, as the incidents come
+    return kept[:limit]
 
 
 def similar(report: dict[str, Any], incidents: list[Incident], limit: int = SHOWN, exclude_uid: str | None = None) -> list[Match]:
-    """The incidents most like ``report`` (a rankdoctor.diagnosis/v1 document), best first;
-    none for a report without a finding."""
+    """The incidents (in memory) most like ``report`` (a rankdoctor.diagnosis/v1 document),
+    best first; none for a report without a finding."""
     fps = fingerprints(report)
-    top = (report.get("diagnoses") or [None])[0]
-    if not fps and not top:
+    failed, entry = _top_entry(report)
+    if not fps and not failed:
         return []
-    entry = top.get("entry") if top else None
     matches = []
     for past in incidents:
         if past.uid == exclude_uid or not past.entry:
             continue
-        s, shared = score(fps, entry, past)
-        if s >= MIN_SIMILARITY:
-            matches.append(Match(past, s, shared))
-    matches.sort(key=lambda m: -round(m.similarity, 4))  # ties: newest first, as incidents come
-    return matches[:limit]
+        shared = len(set(fps) & set(past.fingerprints))
+        s = _score(jaccard(fps, past.fingerprints), bool(entry) and entry == past.entry, bool(past.fix))
+        matches.append(Match(past, s, shared))
+    return _best(matches, limit)
 
 
-def lookup(report: dict[str, Any], history: History) -> list[Match] | None:
-    """The similar incidents in ``history``; None when there is no history to look in."""
+def lookup(report: dict[str, Any], history: History, limit: int = SHOWN, exclude_uid: str | None = None) -> list[Match] | None:
+    """What ``similar`` finds, from the history file: only the incidents that share a
+    fingerprint or the entry are read, and of those only counts. None when there is no
+    history to look in."""
     if not history.exists():
         return None
-    return similar(report, history.all(reports=False))
+    fps = fingerprints(report)
+    failed, entry = _top_entry(report)
+    if not fps and not failed:
+        return []
+    matches = []
+    for past, shared, count in history.candidates(fps, entry):
+        if past.uid == exclude_uid or not past.entry:
+            continue
+        union = len(fps) + count - shared
+        s = _score(shared / union if union else 0.0, bool(entry) and entry == past.entry, bool(past.fix))
+        matches.append(Match(past, s, shared))
+    return _best(matches, limit)

@@ -39,11 +39,19 @@ CREATE TABLE IF NOT EXISTS incidents (
     collateral_ranks TEXT NOT NULL,
     world_size INTEGER NOT NULL,
     fingerprints TEXT NOT NULL,         -- JSON list of templated evidence lines
+    fingerprint_count INTEGER NOT NULL,
     report TEXT NOT NULL,               -- the rankdoctor.diagnosis/v1 document
     fix TEXT,                           -- what fixed it (history resolve)
     fixed_at TEXT
 );
 CREATE INDEX IF NOT EXISTS incidents_entry ON incidents(entry);
+-- the fingerprints again, one a row: a lookup counts the ones an incident shares with a
+-- report in the index instead of reading every incident's list
+CREATE TABLE IF NOT EXISTS fingerprints (
+    incident INTEGER NOT NULL REFERENCES incidents(id),
+    fp TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS fingerprints_fp ON fingerprints(fp);
 """
 
 
@@ -146,8 +154,11 @@ class History:
         if not create and not self.exists():
             raise NoIncident(f"{self.path}: no incident history yet (save one with rankdoctor diagnose --save)")
         try:
-            if create:
+            if create and not self.exists():
+                # the reports quote log lines (hosts, paths, at times a token): readable by
+                # the user only, as an SSH key would be
                 self.path.parent.mkdir(parents=True, exist_ok=True)
+                os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
             with closing(sqlite3.connect(self.path, timeout=10)) as con:
                 version = con.execute("PRAGMA user_version").fetchone()[0]
                 if version == 0:
@@ -169,12 +180,30 @@ class History:
     @staticmethod
     def _insert(con: sqlite3.Connection, i: Incident) -> int:
         cur = con.execute(
-            f"INSERT INTO incidents ({_COLUMNS.split(', ', 1)[1]}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            f"INSERT INTO incidents ({_COLUMNS.split(', ', 1)[1]}, fingerprint_count) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (i.uid, i.saved_at, i.job, i.verdict, i.entry, i.klass, json.dumps(i.initiating_ranks),
              json.dumps(i.collateral_ranks), i.world_size, json.dumps(i.fingerprints),
-             json.dumps(i.report, ensure_ascii=False), i.fix, i.fixed_at),
+             json.dumps(i.report, ensure_ascii=False), i.fix, i.fixed_at, len(set(i.fingerprints))),
         )
-        return int(cur.lastrowid)
+        row = int(cur.lastrowid)
+        con.executemany("INSERT INTO fingerprints (incident, fp) VALUES (?, ?)", [(row, fp) for fp in sorted(set(i.fingerprints))])
+        return row
+
+    def candidates(self, fps: list[str], entry: str | None) -> list[tuple[Incident, int, int]]:
+        """The incidents that share a fingerprint with ``fps`` or have the same ``entry``,
+        newest first, each with the number of fingerprints shared and its own count (its
+        report and fingerprint list left out); [] when there is no history yet."""
+        if not self.exists():
+            return []
+        fps = sorted(set(fps))
+        marks = ",".join("?" * len(fps))
+        shared = f"SELECT incident, count(*) AS n FROM fingerprints WHERE fp IN ({marks}) GROUP BY incident" if fps else \
+            "SELECT NULL AS incident, 0 AS n WHERE 0"
+        columns = ", ".join(f"i.{c}" for c in _COLUMNS.split(", ")).replace("i.fingerprints", "'[]'").replace("i.report", "'{}'")
+        sql = (f"SELECT {columns}, COALESCE(s.n, 0), i.fingerprint_count FROM incidents i LEFT JOIN ({shared}) s ON s.incident = i.id "
+               "WHERE s.n IS NOT NULL OR i.entry = ? ORDER BY i.saved_at DESC, i.id DESC")
+        with self._db() as con:
+            return [(_row(r[:14]), r[14], r[15]) for r in con.execute(sql, (*fps, entry))]
 
     def all(self, reports: bool = True) -> list[Incident]:
         """Every incident, newest first; [] when there is no history yet. ``reports=False``

@@ -17,11 +17,11 @@ from markupsafe import Markup
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
+from ..history.store import History
 from ..kb.loader import KnowledgeBase
 from ..report.html import asset, make_env
 from ..site.build import build_site
 from .api import make_router
-from ..history.store import History
 from .guard import TOKEN_HEADER, Guard
 from .history import make_history_router
 from .limits import BodyLimit, HeaderTimeoutH11, Limits, megabytes

@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse
 
 from ..history.compare import Comparison
 from ..history.sides import Side
-from ..history.similar import similar
+from ..history.similar import lookup
 from ..history.store import History, HistoryError, Incident, NoIncident
 
 _404 = {404: {"description": "no incident with that number"}}
@@ -31,6 +31,13 @@ def _get(history: History, incident_id: int) -> Incident:
 def _all(history: History, reports: bool = True) -> list[Incident]:
     try:
         return history.all(reports)
+    except HistoryError as exc:
+        raise HTTPException(503, str(exc)) from None
+
+
+def _similar(history: History, i: Incident) -> list:
+    try:
+        return lookup(i.report, history, exclude_uid=i.uid) or []
     except HistoryError as exc:
         raise HTTPException(503, str(exc)) from None
 
@@ -53,7 +60,7 @@ def make_history_router(history: History, page: Callable[..., HTMLResponse], tok
     @r.get("/history/{incident_id}", response_class=HTMLResponse, include_in_schema=False)
     def incident_page(incident_id: int) -> HTMLResponse:
         i = _get(history, incident_id)
-        others = similar(i.report, _all(history, reports=False), exclude_uid=i.uid)
+        others = _similar(history, i)
         return page("incident.html", i=i, top=(i.report.get("diagnoses") or [{}])[0], similar=others,
                     token=token(), token_header=token_header)
 
@@ -74,7 +81,7 @@ def make_history_router(history: History, page: Callable[..., HTMLResponse], tok
         """The incident (rankdoctor.incident/v1 with its `id`) and the incidents most like
         it (`similar`, best first, as a report's `similar_incidents`)."""
         i = _get(history, incident_id)
-        return {**_item(i), "similar": [m.to_json() for m in similar(i.report, _all(history, reports=False), exclude_uid=i.uid)]}
+        return {**_item(i), "similar": [m.to_json() for m in _similar(history, i)]}
 
     @r.post("/api/history/{incident_id}/resolve", tags=["history"], summary="Record what fixed an incident", responses=_404)
     def resolve(incident_id: int, fix: str = Body(..., embed=True, min_length=1, max_length=4000)) -> dict:
