@@ -6,8 +6,8 @@ one looks the past up for: between two about equally close incidents, the one th
 what worked comes first. An incident of the same entry is listed from MIN_SIMILARITY on (the
 entry alone, 0.2, is enough); one of another entry only when at least OTHER_ENTRY_JACCARD of
 the evidence is shared: on the lab's runs (bench/history_lab.md) a fault seen only once
-otherwise drew an unrelated incident of another entry that shared half its lines (torchrun's
-generic exit lines), where "nothing similar" is the right answer."""
+otherwise drew an unrelated incident of another entry that shared half its fingerprints,
+where "nothing similar" is the right answer."""
 
 from __future__ import annotations
 
