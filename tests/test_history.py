@@ -190,3 +190,13 @@ def test_templates_mask_what_differs_between_runs_and_keep_what_says_where():
     assert template("E1202 00:08:28.533000 4215 api.py:1002] failed") == "E# #:#:#.# # api.py:#] failed"
     assert job_name([str(EXCEPTION_A / "console.log")]) == "exception-w3-r1" and job_name(["-"]) == "stdin"
     assert job_name([str(OOM)]) == "comms-11-peer-crash-funasr-rank2-oom" and job_name([str(DESYNC)]) == "compile-desync"
+
+
+def test_save_true_in_the_config_saves_every_diagnosis_and_no_save_skips_one(tmp_path):
+    (tmp_path / "rankdoctor.toml").write_text('save = true\n', encoding="utf-8")
+    db = tmp_path / "h.sqlite3"
+    r = run_cli("diagnose", str(OOM), "--db", str(db), "-q", cwd=tmp_path)
+    assert r.returncode == 1 and "saved as incident 1" in r.stderr.decode()
+    r = run_cli("diagnose", str(OOM), "--db", str(db), "-q", "--no-save", cwd=tmp_path)
+    assert r.returncode == 1 and "saved as incident" not in r.stderr.decode()
+    assert sqlite3.connect(db).execute("SELECT count(*) FROM incidents").fetchone()[0] == 1

@@ -651,7 +651,7 @@ def history_list(
         return
     from rich.console import Console
 
-    render.list_table(rows, Console())
+    render.list_table(rows, Console(highlight=False))
 
 
 @history_app.command("show")
