@@ -170,6 +170,9 @@ def test_compare_tells_a_repeated_failure_from_a_different_one(saved, tmp_path):
     assert rc == 1 and "DIFFERENT FAILURE" in out and "evidence only in A" in out
     rc, _, err = cli("compare", str(tmp_path / "nope"), str(EXCEPTION_A))
     assert rc == 2 and err.count("\n") == 1 and "no such file or folder" in err
+    (tmp_path / "blob.bin").write_bytes(bytes(range(256)) * 20)
+    rc, _, err = cli("compare", str(EXCEPTION_A), str(tmp_path / "blob.bin"))
+    assert rc == 2 and err.count("\n") == 1 and "not a text log" in err
 
 
 def test_a_broken_history_costs_the_lookup_not_the_diagnosis(tmp_path):

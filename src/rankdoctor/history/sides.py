@@ -25,8 +25,11 @@ def load_side(arg: str, db: Path | None) -> Side:
             result = diagnose([arg])
         except (InputError, DumpError) as exc:
             raise SideError(str(exc)) from None
-        if not result.inputs and not result.diagnoses:
-            raise SideError(f"{arg}: nothing to diagnose there")
+        # as `diagnose` refuses it: nothing but empty or binary files is no run to compare
+        skipped = [w for w in result.warnings if ": not a text log" in w]
+        readable = [i for i in result.inputs if i.bytes and not any(w.startswith(i.path + ":") for w in skipped)]
+        if not readable and not result.diagnoses and not result.ranks_seen:
+            raise SideError(skipped[0] if skipped else f"{arg}: empty input, nothing to compare")
         return Side(arg, result.to_json(), job=job_name([arg]))
     m = _ID.fullmatch(arg)
     if m is None:
