@@ -61,6 +61,11 @@ def test_the_history_api_lists_shows_compares_and_resolves(client, history):
     diff = client.get(f"/api/compare?a={ids['exception-a']}&b={ids['sigkill']}").json()
     assert not diff["same_failure"] and diff["fingerprints"]["only_b"]
 
+    # a page elsewhere cannot write a fix: a browser's POST needs this server run's token
+    for headers in ({"origin": "http://evil.example"}, {"origin": "http://127.0.0.1", "sec-fetch-site": "same-origin"}):
+        r = client.post(f"/api/history/{ids['sigkill']}/resolve", json={"fix": "pwned"}, headers=headers)
+        assert r.status_code == 403, r.text
+    assert client.get(f"/api/history/{ids['sigkill']}").json()["fix"] is None
     r = client.post(f"/api/history/{ids['sigkill']}/resolve", json={"fix": "moved the job off the node whose OOM killer fired"})
     assert r.status_code == 200 and r.json()["fix"].startswith("moved the job")
     assert client.get("/api/history/999").status_code == 404
