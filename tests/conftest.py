@@ -1,7 +1,11 @@
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +15,11 @@ from rankdoctor.scan import Scanner
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "tests" / "scenarios"
+
+# the tests never read or write the user's own incident history (rankdoctor history): every
+# process they start looks in an empty folder of their own instead
+os.environ["RANKDOCTOR_HOME"] = tempfile.mkdtemp(prefix="rankdoctor-test-home-")
+atexit.register(shutil.rmtree, os.environ["RANKDOCTOR_HOME"], True)
 
 
 @pytest.fixture(scope="session")

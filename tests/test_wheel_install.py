@@ -98,6 +98,17 @@ def test_site_and_python_api_from_the_wheel(installed):
     assert rank == "5" and int(n) >= 100
 
 
+def test_history_and_compare_from_the_wheel(installed):
+    r = _run(installed, "diagnose", "job.log", "--save", "--db", "h.sqlite3", "-q")
+    assert r.returncode == 1 and "saved as incident 1" in r.stderr.decode(), r.stderr.decode()
+    r = _run(installed, "history", "resolve", "1", "--fix", "smaller batch", "--db", "h.sqlite3")
+    assert r.returncode == 0, r.stderr.decode()
+    r = _run(installed, "diagnose", "job.log", "--db", "h.sqlite3", "--format", "html", "-o", "report.html")
+    assert r.returncode == 1 and "smaller batch" in (installed[1] / "report.html").read_text()
+    r = _run(installed, "compare", "1", "job.log", "--db", "h.sqlite3", "--format", "json")
+    assert r.returncode == 0 and json.loads(r.stdout)["same_failure"], r.stderr.decode()
+
+
 def test_serve_from_the_wheel(installed):
     venv, work = installed
     with socket.socket() as s:
@@ -121,6 +132,9 @@ def test_serve_from_the_wheel(installed):
         assert d["diagnoses"][0]["initiating_rank"] == 2
         samples = urllib.request.urlopen(base + "/", timeout=5).read().decode()
         assert "sample" in samples.lower()  # the bundled samples ship in the wheel
+        # the history pages and their script ship too
+        assert "Incident history" in urllib.request.urlopen(base + "/history", timeout=5).read().decode()
+        assert b"rd-resolve" in urllib.request.urlopen(base + "/static/history.js", timeout=5).read()
     finally:
         p.send_signal(signal.SIGTERM)
         p.wait(timeout=10)

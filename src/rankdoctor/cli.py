@@ -121,8 +121,13 @@ def diagnose(
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Processes to scan with (default: one per core; small inputs use one)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     entries: Optional[Path] = typer.Option(None, "--entries", help="Use another knowledge-base directory.", hidden=True),
+    save: bool = typer.Option(False, "--save/--no-save", help="Save this diagnosis to the local incident history (rankdoctor history); `save = true` in rankdoctor.toml makes it the default."),
+    job: Optional[str] = typer.Option(None, "--job", metavar="NAME", help="Job name to save it under (default: from the first input's name)."),
+    db: Optional[Path] = typer.Option(None, "--db", metavar="FILE", help="Incident history file (default: $RANKDOCTOR_HOME/history.sqlite3, else the user data folder)."),
 ) -> None:
     """Diagnose a failed or hung distributed run from its logs.
+
+    Reports list similar past incidents from the local history (with the fix that worked) once one is saved.
 
     Exit status: 0 no failure found, 1 failure diagnosed, 3 failure evidence but
     inconclusive, 2 usage or input error.
@@ -166,6 +171,7 @@ def diagnose(
             _fail(reasons[0])
         names = ", ".join(i.path for i in scan.inputs) or "input"
         _fail(f"{names}: empty input, nothing to diagnose")
+    _with_history(result, paths, job, db, save)
     if fmt is Format.json:
         from .report.jsonout import render_json
 
@@ -205,6 +211,23 @@ def diagnose(
             width = None if sys.stdout.isatty() else PIPED_WIDTH
             render_text(result, Console(highlight=False, soft_wrap=False, width=width), verbose)
     raise typer.Exit(result.exit_code)
+
+
+def _with_history(result, paths: list[str], job: Optional[str], db: Optional[Path], save: bool) -> None:
+    """Similar past incidents into the report, and the report into the history (--save).
+    A history that cannot be read only costs the lookup (a warning); one that cannot be
+    written to with --save is an error."""
+    from .history import HistoryError, attach
+
+    try:
+        saved = attach(result, paths, job=job, db=db, save=save)
+    except HistoryError as exc:
+        if save:
+            _fail(str(exc))
+        typer.echo(f"rankdoctor: warning: {exc}", err=True)
+        return
+    if saved is not None:
+        typer.echo(f"rankdoctor: saved as incident {saved} (rankdoctor history show {saved})", err=True)
 
 
 def _refuse_input(output: Path, inputs: list[str]) -> None:
@@ -493,6 +516,7 @@ def serve(
     request_timeout: float = typer.Option(60.0, "--request-timeout", help="Seconds one diagnosis may take; past it the request gets 503 and its worker is killed."),
     workers: int = typer.Option(0, "--workers", help="Diagnosis worker processes (0: one per core, at most 4)."),
     watch: Optional[list[str]] = typer.Option(None, "--watch", metavar="PATH", help="Follow this live run's logs (a folder or a file; repeat for more) as rankdoctor watch does, and show its diagnosis at /watch, updated as it changes."),
+    db: Optional[Path] = typer.Option(None, "--db", metavar="FILE", help="Incident history shown at /history (default: the one rankdoctor history uses)."),
 ) -> None:
     """Run the local web app: paste logs, get the diagnosis.
 
@@ -521,19 +545,20 @@ def serve(
     from .web.app import serve as run_server
 
     try:
-        run_server(kb, host=host, port=port, limits=limits, watch=watch or None)
+        run_server(kb, host=host, port=port, limits=limits, watch=watch or None, history=db)
     except InputError as exc:  # a --watch path that is not there
         _fail(str(exc))
 
 
 @app.command()
 def schema(
-    name: str = typer.Argument(..., help="diagnosis, fr or stacks."),
+    name: str = typer.Argument(..., help="diagnosis, fr, stacks, incident or compare."),
 ) -> None:
     """Print the JSON Schema of a document rankdoctor writes.
 
-    diagnosis (rankdoctor.diagnosis/v1, `diagnose --format json`), fr (rankdoctor.fr/v1) or
-    stacks (rankdoctor.stacks/v1).
+    diagnosis (rankdoctor.diagnosis/v1, `diagnose --format json`), fr (rankdoctor.fr/v1),
+    stacks (rankdoctor.stacks/v1), incident (rankdoctor.incident/v1, a line of `history
+    export`) or compare (rankdoctor.compare/v1).
     """
     import json
 
@@ -587,6 +612,156 @@ def rules(
         _fail(f"--entry {exc.args[0]}: no such entry (see `rankdoctor kb list`)")
     except ValueError as exc:
         _fail(f"--entry {exc}")
+
+
+# -- the incident history and run comparison (history/) ------------------------------------
+
+history_app = typer.Typer(help="The local incident history: saved diagnoses and what fixed them.", no_args_is_help=True)
+app.add_typer(history_app, name="history")
+_DB_HELP = "Incident history file (default: $RANKDOCTOR_HOME/history.sqlite3, else the user data folder)."
+
+
+def _history(db: Optional[Path]):
+    from .history import History
+
+    return History(db)
+
+
+def _history_call(fn):
+    """Run ``fn``; a HistoryError is a one-line error."""
+    from .history import HistoryError
+
+    try:
+        return fn()
+    except HistoryError as exc:
+        _fail(str(exc))
+
+
+@history_app.command("list")
+def history_list(
+    fmt: Format = typer.Option(Format.text, "--format", "-f", help="text or json (a list of rankdoctor.incident/v1 documents with their ids)."),
+    entry: Optional[str] = typer.Option(None, "--entry", metavar="ID", help="Only incidents of this entry."),
+    limit: int = typer.Option(50, "--limit", min=1, help="Newest this many."),
+    db: Optional[Path] = typer.Option(None, "--db", metavar="FILE", help=_DB_HELP),
+) -> None:
+    """List the saved incidents, newest first (one line each when piped)."""
+    _text_or_json(fmt, "history list")
+    rows = [i for i in _history_call(_history(db).all) if entry is None or i.entry == entry][:limit]
+    if fmt is Format.json:
+        import json
+
+        typer.echo(json.dumps([{"id": i.id, **i.to_json()} for i in rows], indent=2, ensure_ascii=False))
+        return
+    from .history import render
+
+    if not sys.stdout.isatty():
+        for line in render.list_lines(rows):
+            typer.echo(line)
+        return
+    from rich.console import Console
+
+    render.list_table(rows, Console(highlight=False))
+
+
+@history_app.command("show")
+def history_show(
+    incident: int = typer.Argument(..., metavar="ID", help="Incident number (see rankdoctor history list)."),
+    fmt: Format = typer.Option(Format.text, "--format", "-f", help="text or json (rankdoctor.incident/v1, the saved report inside)."),
+    db: Optional[Path] = typer.Option(None, "--db", metavar="FILE", help=_DB_HELP),
+) -> None:
+    """Show one incident: what it was, where it started, and the fix that worked."""
+    _text_or_json(fmt, "history show")
+    found = _history_call(lambda: _history(db).get(incident))
+    if fmt is Format.json:
+        import json
+
+        typer.echo(json.dumps(found.to_json(), indent=2, ensure_ascii=False))
+        return
+    from rich.console import Console
+
+    from .history import render
+
+    render.show(found, Console(highlight=False, width=None if sys.stdout.isatty() else PIPED_WIDTH))
+
+
+@history_app.command("resolve")
+def history_resolve(
+    incident: int = typer.Argument(..., metavar="ID", help="Incident number (see rankdoctor history list)."),
+    fix: str = typer.Option(..., "--fix", metavar="TEXT", help="What fixed it (a later resolve replaces it)."),
+    db: Optional[Path] = typer.Option(None, "--db", metavar="FILE", help=_DB_HELP),
+) -> None:
+    """Record what fixed an incident; similar incidents' reports will show it."""
+    done = _history_call(lambda: _history(db).resolve(incident, fix))
+    typer.echo(f"incident {done.id} ({done.job}, {done.entry or done.verdict}): fixed by: {done.fix}")
+
+
+@history_app.command("export")
+def history_export(
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+    db: Optional[Path] = typer.Option(None, "--db", metavar="FILE", help=_DB_HELP),
+) -> None:
+    """Write every incident as JSON lines (rankdoctor.incident/v1), oldest first, to share one history."""
+    import json
+
+    rows = _history_call(_history(db).all)
+    text = "".join(json.dumps(i.to_json(), ensure_ascii=False) + "\n" for i in reversed(rows))
+    _emit(text, output)
+    if output:
+        typer.echo(f"exported {len(rows)} incident(s) to {output}", err=True)
+
+
+@history_app.command("import")
+def history_import(
+    files: list[str] = typer.Argument(..., metavar="FILE", help="JSON lines written by rankdoctor history export, or - for stdin."),
+    db: Optional[Path] = typer.Option(None, "--db", metavar="FILE", help=_DB_HELP),
+) -> None:
+    """Add the incidents of an export; ones already here (same uid) are skipped, a fix they lack is taken."""
+    from .history.exchange import ExchangeError, read_jsonl
+
+    try:
+        incidents = read_jsonl(files)
+    except ExchangeError as exc:
+        _fail(str(exc))
+    added, fixed, same = _history_call(lambda: _history(db).merge(incidents))
+    typer.echo(f"imported {added} new incident(s); {fixed} fix(es) taken for incidents already here; {same} already here")
+
+
+class CompareFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+@app.command()
+def compare(
+    run_a: str = typer.Argument(..., metavar="RUN_A", help="A run's logs (a file or folder), or a history incident number."),
+    run_b: str = typer.Argument(..., metavar="RUN_B", help="The run to compare with it, the same way."),
+    fmt: CompareFormat = typer.Option(CompareFormat.text, "--format", "-f", help="text or json (rankdoctor.compare/v1)."),
+    db: Optional[Path] = typer.Option(None, "--db", metavar="FILE", help=_DB_HELP),
+) -> None:
+    """Tell whether two runs failed the same way, and what differs.
+
+    Same failure means the same top entry and evidence at least half alike (Jaccard of the templated evidence lines). Exit status: 0 same failure, 1 different failures, 2 usage or input error.
+    """
+    from .history.sides import SideError, load_side
+
+    try:
+        a, b = (load_side(arg, db) for arg in (run_a, run_b))
+    except SideError as exc:
+        _fail(str(exc))
+    from .history.compare import Comparison
+
+    c = Comparison(a, b)
+    if fmt is CompareFormat.json:
+        import json
+
+        typer.echo(json.dumps(c.to_json(), indent=2, ensure_ascii=False))
+    else:
+        from rich.console import Console
+
+        from .history.render import compare_text
+
+        compare_text(c, Console(highlight=False, width=None if sys.stdout.isatty() else PIPED_WIDTH))
+    raise typer.Exit(c.exit_code)
 
 
 def main() -> None:

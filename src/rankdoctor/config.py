@@ -8,6 +8,7 @@ the command line always win. Keys:
     jobs    = 4             # diagnose's --jobs
     quiet   = true          # diagnose's --quiet
     entries = "kb/"         # diagnose's --entries (relative to the config file)
+    save    = true          # diagnose's --save: every diagnosis goes to the incident history
 
 ``RANKDOCTOR_CONFIG=path`` names the file to use; ``RANKDOCTOR_CONFIG=`` (empty) uses none.
 """
@@ -30,6 +31,7 @@ KEYS: dict[str, tuple[str, str]] = {
     "jobs": ("diagnose", "jobs"),
     "quiet": ("diagnose", "quiet"),
     "entries": ("diagnose", "entries"),
+    "save": ("diagnose", "save"),
 }
 
 

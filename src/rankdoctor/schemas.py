@@ -4,6 +4,8 @@ their JSON Schema, and the tests validate every output against them.
 - rankdoctor.diagnosis/v1: `rankdoctor diagnose --format json` (Diagnosis.to_json)
 - rankdoctor.fr/v1: `rankdoctor fr --format json` (FRReport.to_json)
 - rankdoctor.stacks/v1: `rankdoctor stacks --format json`
+- rankdoctor.incident/v1: a line of `rankdoctor history export` (and what `import` reads)
+- rankdoctor.compare/v1: `rankdoctor compare A B --format json`
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, TypeAdapter, with_config
-from typing_extensions import TypedDict
+from typing_extensions import NotRequired, TypedDict
 
 from .kb.taxonomy import CLASS_IDS
 
@@ -66,6 +68,21 @@ class InputDoc(TypedDict):
     lines: Annotated[int, Field(ge=0)]
 
 
+SimilarIncidentDoc = with_config(_CLOSED)(TypedDict("SimilarIncidentDoc", {
+    "id": Annotated[int | None, Field(description="the incident's number in this history (rankdoctor history show ID)")],
+    "uid": str,
+    "saved_at": str,
+    "job": str,
+    "entry": str | None,
+    "class": FailureClass | None,
+    "initiating_ranks": list[Rank],
+    "similarity": Annotated[float, Field(ge=0.0, le=1.0)],
+    "shared_fingerprints": Annotated[int, Field(ge=0)],
+    "fix": Annotated[str | None, Field(description="what fixed it (rankdoctor history resolve); null when not recorded")],
+    "fixed_at": str | None,
+}))
+
+
 @with_config(_CLOSED)
 class DiagnosisDoc(TypedDict):
     """rankdoctor.diagnosis/v1"""
@@ -75,6 +92,10 @@ class DiagnosisDoc(TypedDict):
     diagnoses: list[FindingDoc]  # type: ignore[valid-type]
     ranks: RanksDoc
     inputs: list[InputDoc]
+    # optional, added in place (a v1 reader that ignores it reads the rest as before): the
+    # local incident history's closest matches, best first; absent when no history was read
+    similar_incidents: NotRequired[Annotated[list[SimilarIncidentDoc], Field(  # type: ignore[valid-type]
+        description="past incidents from the local history most like this one, best first (absent when no history was consulted)")]]
 
 
 @with_config(ConfigDict(extra="allow"))
@@ -125,7 +146,70 @@ class StacksDoc(TypedDict):
     skipped: list[str]
 
 
-DOCUMENTS: dict[str, Any] = {"diagnosis": DiagnosisDoc, "fr": FRDoc, "stacks": StacksDoc}
+Verdict = Literal["diagnosed", "inconclusive", "no-failure-found"]
+
+IncidentDoc = with_config(_CLOSED)(TypedDict("IncidentDoc", {
+    "schema": Literal["rankdoctor.incident/v1"],
+    "uid": Annotated[str, Field(min_length=1, description="the same incident keeps its uid in every history it is imported into")],
+    "saved_at": str,
+    "job": str,
+    "verdict": Verdict,
+    "entry": str | None,
+    "class": FailureClass | None,
+    "initiating_ranks": list[Rank],
+    "collateral_ranks": list[Rank],
+    "world_size": Annotated[int, Field(ge=0)],
+    "fingerprints": list[str],
+    "fix": str | None,
+    "fixed_at": str | None,
+    "report": DiagnosisDoc,
+}))
+IncidentDoc.__doc__ = "rankdoctor.incident/v1: one line of `rankdoctor history export`"
+
+CompareSideDoc = with_config(_CLOSED)(TypedDict("CompareSideDoc", {
+    "label": str,
+    "incident": int | None,
+    "job": str | None,
+    "verdict": Verdict,
+    "entry": str | None,
+    "class": FailureClass | None,
+    "initiating_ranks": list[Rank],
+    "collateral_ranks": list[Rank],
+    "world_size": Annotated[int, Field(ge=0)],
+}))
+
+
+@with_config(_CLOSED)
+class FingerprintDiffDoc(TypedDict):
+    only_a: list[str]
+    only_b: list[str]
+    shared: list[str]
+
+
+@with_config(_CLOSED)
+class RankChangeDoc(TypedDict):
+    rank: Rank
+    a: Literal["initiating", "collateral", "-"]
+    b: Literal["initiating", "collateral", "-"]
+
+
+@with_config(_CLOSED)
+class CompareDoc(TypedDict):
+    """rankdoctor.compare/v1"""
+
+    schema: Literal["rankdoctor.compare/v1"]
+    same_failure: Annotated[bool, Field(description="the same top entry, and evidence at least 0.5 alike")]
+    same_entry: bool
+    same_class: bool
+    similarity: Annotated[float, Field(ge=0.0, le=1.0, description="Jaccard of the two fingerprint sets")]
+    a: CompareSideDoc  # type: ignore[valid-type]
+    b: CompareSideDoc  # type: ignore[valid-type]
+    fingerprints: FingerprintDiffDoc
+    rank_changes: list[RankChangeDoc]
+
+
+DOCUMENTS: dict[str, Any] = {"diagnosis": DiagnosisDoc, "fr": FRDoc, "stacks": StacksDoc, "incident": IncidentDoc,
+                             "compare": CompareDoc}
 
 
 def adapter(name: str) -> TypeAdapter:

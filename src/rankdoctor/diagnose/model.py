@@ -139,6 +139,9 @@ class Diagnosis:
     warnings: list[str] = field(default_factory=list)
     table: Any = None  # the rank table the answer was read from (views; not in the JSON)
     weighing: Any = None  # every hypothesis with its features and probability (-v; not in the JSON)
+    # similar past incidents from the local history (history/similar.py, their to_json()
+    # dicts); None when no history was consulted, and then the JSON has no such key
+    similar: list[dict[str, Any]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -147,6 +150,7 @@ class Diagnosis:
             "diagnoses": [d.to_json() for d in self.diagnoses],
             "ranks": {"count": self.ranks_count, "seen": self.ranks_seen},
             "inputs": [asdict(i) for i in self.inputs],
+            **({"similar_incidents": self.similar} if self.similar is not None else {}),
         }
 
     @property

@@ -122,9 +122,24 @@ def render_markdown(d: Diagnosis) -> str:
         out += ["**Missing facts — collect next**", ""]
         out += [f"- {_prose(m)}" for m in top.missing]
         out.append("")
+    out += _similar(d)
     if len(d.diagnoses) > 1:
         out += ["**Other candidates**", ""]
         for alt in d.diagnoses[1:]:
             out.append(f"- {_prose(alt.title)} ({_code(alt.klass)}, {alt.confidence:.2f})")
         out.append("")
     return "\n".join(out)
+
+
+def _similar(d: Diagnosis) -> list[str]:
+    """The history's closest incidents, the fix that worked first on each line."""
+    if not d.similar:
+        return [] if d.similar is None else ["**Similar past incidents:** none in the history", ""]
+    out = ["**Similar past incidents**", ""]
+    for m in d.similar:
+        fix = f"fixed by: {_prose(m['fix'])}" if m["fix"] else "fix not recorded"
+        ranks = compress_ranks(m["initiating_ranks"]) if m["initiating_ranks"] else "?"
+        out.append(f"- #{m['id']} {fix} · {_prose(m['job'])} · {_prose(m['saved_at'])} · {_code(m['entry'] or '-')}"
+                   f" · rank {ranks} · similarity {m['similarity']:.2f}")
+    out.append("")
+    return out

@@ -72,6 +72,7 @@ def render_text(d: Diagnosis, console: Console, verbose: bool = False) -> None:
     for m in top.missing:
         todo.add_row(Text("missing", style="yellow"), escape(m))
     console.print(Panel(todo, title="what to do", title_align="left"))
+    _print_similar(d, console)
     if verbose and top.notes:
         console.print(Group(*[Text("· " + n, style="dim") for n in top.notes]))
     if verbose and top.reasoning:
@@ -80,6 +81,27 @@ def render_text(d: Diagnosis, console: Console, verbose: bool = False) -> None:
         # each alternative's own share: its class's probability would count the winner's too
         alts = ", ".join(f"{a.title} [{a.klass}] {a.entry_share:.2f}" for a in d.diagnoses[1:])
         console.print(Text("other candidates (probability of each entry): " + alts, style="dim"))
+
+
+def _print_similar(d: Diagnosis, console: Console) -> None:
+    """The history's closest incidents, the fix that worked first on each row."""
+    if d.similar is None:  # no history consulted
+        return
+    if not d.similar:
+        console.print(Text("similar past incidents: none in the history", style="dim"))
+        return
+    t = Table(title="similar past incidents", title_justify="left", box=None, padding=(0, 1), expand=True)
+    t.add_column("#", justify="right", no_wrap=True)
+    t.add_column("fix that worked", overflow="fold", ratio=2)
+    t.add_column("job · saved", overflow="fold", ratio=1)
+    t.add_column("entry · ranks", overflow="fold", ratio=1)
+    t.add_column("similar", justify="right", no_wrap=True)
+    for m in d.similar:
+        ranks = compress_ranks(m["initiating_ranks"]) if m["initiating_ranks"] else "?"
+        fix = Text(m["fix"], style="bold green") if m["fix"] else Text("not recorded", style="dim")
+        t.add_row(str(m["id"]), fix, f"{m['job']} · {m['saved_at']}", f"{m['entry']} · rank {ranks}", f"{m['similarity']:.2f}")
+    console.print(t)
+    console.print(Text("rankdoctor history show ID for one in full; history resolve ID --fix TEXT records what fixed one", style="dim"))
 
 
 def _print_breakdown(rows: list[dict], console: Console) -> None:

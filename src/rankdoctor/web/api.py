@@ -68,7 +68,7 @@ def make_router(state: AppState) -> APIRouter:
         """Admit, stream the body to disk, diagnose in a worker; the files go when it is done."""
         with state.pool.slot(), tempfile.TemporaryDirectory(prefix="rankdoctor-upload-") as folder:
             uploads = await read_uploads(request, Path(folder))
-            return await state.pool.run(diagnose_uploads, uploads, state.limits.max_inflated_bytes, report_id)
+            return await state.pool.run(diagnose_uploads, uploads, state.limits.max_inflated_bytes, report_id, state.history)
 
     @api.post("/diagnose", summary="Diagnose logs", openapi_extra=_LOG_BODY, response_class=Response, responses=_ERRORS)
     async def diagnose_logs(request: Request) -> Response:

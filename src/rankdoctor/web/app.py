@@ -17,11 +17,13 @@ from markupsafe import Markup
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
+from ..history.store import History
 from ..kb.loader import KnowledgeBase
 from ..report.html import asset, make_env
 from ..site.build import build_site
 from .api import make_router
 from .guard import TOKEN_HEADER, Guard
+from .history import make_history_router
 from .limits import BodyLimit, HeaderTimeoutH11, Limits, megabytes
 from .samples import find_samples
 from .state import AppState
@@ -45,11 +47,13 @@ def _build_kb_site(kb: KnowledgeBase) -> tempfile.TemporaryDirectory:
     return tmp
 
 
-def create_app(kb: KnowledgeBase, limits: Limits | None = None, host: str = "127.0.0.1", watch: list[str] | None = None) -> FastAPI:
+def create_app(kb: KnowledgeBase, limits: Limits | None = None, host: str = "127.0.0.1", watch: list[str] | None = None,
+               history: Path | None = None) -> FastAPI:
     """The app. ``limits`` bounds what it admits (``limits.py``); ``host`` is the address it
     is served on: with the loopback names, the only Host header it accepts (``guard.py``);
     ``watch``: paths to follow while the app runs, shown live at /watch (``watching.py``;
-    ``InputError`` for a path that is not there)."""
+    ``InputError`` for a path that is not there); ``history``: the incident history file
+    shown at /history (default: the one `rankdoctor history` uses; ``history.py``)."""
     limits = limits or Limits()
     watched = WatchedRun(kb, watch) if watch else None
     state = AppState(kb, limits, find_samples())
@@ -87,6 +91,10 @@ def create_app(kb: KnowledgeBase, limits: Limits | None = None, host: str = "127
         ctx.setdefault("version", __version__)
         html = env.get_template(template).render(**ctx)
         return HTMLResponse(html, status_code=code)
+
+    incidents = History(history)
+    state.history = str(incidents.path)
+    app.include_router(make_history_router(incidents, page, lambda: state.token, TOKEN_HEADER))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
@@ -163,13 +171,14 @@ def create_app(kb: KnowledgeBase, limits: Limits | None = None, host: str = "127
     return app
 
 
-def serve(kb: KnowledgeBase, host: str = "127.0.0.1", port: int = 8000, limits: Limits | None = None, watch: list[str] | None = None) -> None:
+def serve(kb: KnowledgeBase, host: str = "127.0.0.1", port: int = 8000, limits: Limits | None = None, watch: list[str] | None = None,
+          history: Path | None = None) -> None:
     """Run the app until SIGINT/SIGTERM. Shutdown takes seconds even while diagnoses run:
     requests still going after SHUTDOWN_GRACE are cancelled, which kills their workers."""
     import uvicorn
 
     limits = limits or Limits()
-    app = create_app(kb, limits, host, watch)
+    app = create_app(kb, limits, host, watch, history)
     protocol = type("H11", (HeaderTimeoutH11,), {"read_timeout": limits.read_timeout})
     config = uvicorn.Config(
         app, host=host, port=port, log_level="warning", http=protocol,
@@ -186,5 +195,5 @@ def serve(kb: KnowledgeBase, host: str = "127.0.0.1", port: int = 8000, limits: 
 
     shown = f"[{host}]" if ":" in host else host
     watching = "the watched run /watch, " if watch else ""
-    print(f"rankdoctor web app: http://{shown}:{port}/  ({watching}encyclopedia /kb/, API docs /docs; Ctrl-C stops)", flush=True)
+    print(f"rankdoctor web app: http://{shown}:{port}/  ({watching}incident history /history, encyclopedia /kb/, API docs /docs; Ctrl-C stops)", flush=True)
     Server(config).run()

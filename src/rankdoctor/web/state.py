@@ -36,6 +36,7 @@ class AppState:
     pool: DiagnosisPool = field(init=False)
     token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     reports: "OrderedDict[str, Report]" = field(default_factory=OrderedDict)
+    history: str | None = None  # the incident history file (the reports list its similar incidents)
 
     def __post_init__(self) -> None:
         self.pool = DiagnosisPool(self.kb, self.limits)

@@ -184,8 +184,9 @@ def init(kb: "KnowledgeBase") -> None:
     )
 
 
-def diagnose_uploads(uploads: list[Upload], max_inflated: int, report_id: str | None) -> Outcome:
-    """Scan and diagnose; ``Refused`` (400) when nothing in the uploads is a text log."""
+def diagnose_uploads(uploads: list[Upload], max_inflated: int, report_id: str | None, history: str | None = None) -> Outcome:
+    """Scan and diagnose; ``Refused`` (400) when nothing in the uploads is a text log.
+    ``history``: the incident history file whose similar incidents the report lists."""
     from ..diagnose.engine import diagnose
     from ..ingest.stacks import stacks_among
     from ..report.html import diagnosis_json, report_context
@@ -203,14 +204,31 @@ def diagnose_uploads(uploads: list[Upload], max_inflated: int, report_id: str | 
         reasons = [w for i in scan.inputs for w in i.warnings]
         raise Refused(400, reasons[0] if reasons else "empty input, nothing to diagnose")
     result = diagnose(kb, scan)
+    if history is not None:
+        _similar(result, history)
     doc = json.dumps(result.to_json(), ensure_ascii=False, separators=(",", ":")).encode()
     if report_id is None:
         return Outcome(doc)
     # what report/html.py's render_html does, with the templates compiled once
     ctx = {**report_context(result, scan, kb), "doc": diagnosis_json(result)}
     download = _worker["standalone"].render(**_worker["assets"], **ctx)
-    page = _worker["page"].render(rid=report_id, **{**ctx, "href": lambda i: f"/kb/entries/{i}.html"})
+    page = _worker["page"].render(rid=report_id, **{**ctx, "href": lambda i: f"/kb/entries/{i}.html",
+                                                    "history_href": lambda i: f"/history/{i}"})
     return Outcome(doc, page, download)
+
+
+def _similar(result, history: str) -> None:
+    """The history's incidents like this one, as `rankdoctor diagnose` lists them; a
+    history that cannot be read leaves them out (a warning on the report)."""
+    from ..history.similar import lookup
+    from ..history.store import History, HistoryError
+
+    try:
+        found = lookup(result.to_json(), History(history))
+    except HistoryError as exc:
+        result.warnings.append(f"similar past incidents left out: {exc}")
+        return
+    result.similar = None if found is None else [m.to_json() for m in found]
 
 
 def warm() -> int:
