@@ -51,8 +51,13 @@ chromium:
 prometheus:
 	$(call apt_when_missing,prometheus,{ command -v prometheus && command -v promtool; } >/dev/null,the watch metrics and rules tests,the Prometheus and promtool tests)
 
+## neovim: the editor whose built-in LSP client the language-server test drives (apt-get, as root, only when missing)
+.PHONY: neovim
+neovim:
+	$(call apt_when_missing,neovim,command -v nvim >/dev/null,the Neovim language-server test,the Neovim test)
+
 ## test: the whole suite (torch 2.13.0 CPU is installed for the live lab tests)
-test: setup chromium prometheus $(LAB_STAMP)
+test: setup chromium prometheus neovim $(LAB_STAMP)
 	$(PY) -m pytest -n $(JOBS) -p no:cacheprovider
 
 ## eval: per-class accuracy on a scenario corpus (make eval SCENARIOS=dir)

@@ -584,7 +584,7 @@ def rules(
 def lsp(
     entries: Optional[Path] = typer.Option(None, "--entries", help="Use another knowledge-base directory.", hidden=True),
 ) -> None:
-    """Run the language server (LSP on stdin/stdout) that marks failed runs' logs in an editor.
+    """Language server (stdio): failed runs' logs marked in your editor.
 
     Opening or saving a log (*.log, *.out, *.err, *.txt, a torchrun --log-dir tree) diagnoses its run: the initiating line is marked as an error, collateral lines on other ranks as information linked to it; hover shows the fix. See the README's editor sections.
     """
