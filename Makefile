@@ -114,3 +114,13 @@ ripgrep:
 bench: setup ripgrep
 	PY=$(PY) bench/gen_all.sh
 	$(PY) bench/run.py $(BENCH_INPUTS)
+
+## vsix: the VS Code extension (editors/vscode) as a .vsix: npm ci from the lockfile, then the pinned
+## @vscode/vsce from node_modules (needs node 20+ and the npm registry)
+.PHONY: vsix
+VSCODE_DIR ?= editors/vscode
+VSIX ?= build/rankdoctor-vscode.vsix
+vsix:
+	@command -v npm >/dev/null || { echo "npm is missing: install Node.js 20+ and npm to build the VS Code extension"; exit 2; }
+	@mkdir -p $(dir $(abspath $(VSIX)))
+	cd $(VSCODE_DIR) && npm ci --no-audit --no-fund && npx --no-install vsce package --skip-license --allow-missing-repository -o $(abspath $(VSIX))
