@@ -154,6 +154,22 @@ async def test_diagnose_text_returns_markdown(client: LanguageClient):
         await client.workspace_execute_command_async(types.ExecuteCommandParams("rankdoctor.diagnoseText", ["  \n"]))
 
 
+async def test_per_rank_files_in_an_added_workspace_folder(client: LanguageClient, tmp_path_factory):
+    # the same real run as per-rank files side by side (rank_<n>.log), a folder added to the
+    # workspace: opening rank 0's file diagnoses the files beside it, and rank 1's is marked
+    flat = tmp_path_factory.mktemp("lsp-flat")
+    for rank in range(4):
+        shutil.copy(TREE / f"{rank}/stderr.log", flat / f"rank_{rank}.log")
+    client.workspace_did_change_workspace_folders(
+        types.DidChangeWorkspaceFoldersParams(types.WorkspaceFoldersChangeEvent(added=[types.WorkspaceFolder(uri(flat), "flat")], removed=[]))
+    )
+    open_doc(client, flat / "rank_0.log")
+    diags = await wait_for(client, flat / "rank_1.log")
+    assert [(d.range.start.line, d.code) for d in diags if d.severity == types.DiagnosticSeverity.Error] == [(57, ENTRY)]
+    theirs = await wait_for(client, flat / "rank_0.log")
+    assert any(d.range.start.line == 66 and d.severity == types.DiagnosticSeverity.Information for d in theirs)
+
+
 async def test_save_rediagnoses_and_the_last_save_wins(client: LanguageClient, tmp_path_factory):
     # a copy of a real 2-rank run outside the workspace: rank 1's shape mismatch, rank 0 collateral
     src = ROOT / "tests/scenarios/lab/ddp-model-mismatch/logs"

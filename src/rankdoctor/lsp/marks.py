@@ -1,8 +1,9 @@
 """From a diagnosis to the lines an editor marks: plain data a worker process hands back.
 
 Only the top diagnosis is marked. Its *initiating line* (the first evidence line of the rank
-that started it; without a known rank, the first cause line; without one, the first line)
-is the error; every other evidence line is information that points back at it. The
+that started it, of each when ranks started it independently; without a known rank, the
+first cause line; without one, the first line) is the error (a warning when the verdict is
+inconclusive); every other evidence line is information that points back at it. The
 evidence folds the same message from many ranks into one line ("+3 similar on ranks 1-3");
 here those lines are found again among the scan's kept occurrences, so each rank's own
 file shows its collateral line too.
@@ -84,15 +85,19 @@ def _rank(rank: int | None) -> str:
     return f"rank {rank}" if rank is not None else "a line without a rank"
 
 
-def _primary(evidence: "list[Evidence]", initiating: list[int]) -> "Evidence | None":
-    for r in initiating:
-        for e in evidence:
-            if e.rank == r:
-                return e
-    for e in evidence:
-        if e.role == "cause":
-            return e
-    return evidence[0] if evidence else None
+def _primaries(evidence: "list[Evidence]", initiating: list[int]) -> "list[Evidence]":
+    """The initiating lines: the first evidence line of each rank that started it (several
+    when ranks failed independently); without one, the first cause line, or the first line."""
+    firsts = [next((e for e in evidence if e.rank == r), None) for r in initiating]
+    found = [e for e in firsts if e is not None]
+    if found:
+        return found
+    cause = next((e for e in evidence if e.role == "cause"), None)
+    return [cause] if cause else evidence[:1]
+
+
+def _where(e: "Evidence") -> str:
+    return f"{_rank(e.rank)} ({os.path.basename(e.source)}:{e.line})"
 
 
 def marks_of(kb: "KnowledgeBase", d: "Diagnosis", scan: "ScanResult", key: str, stamp: tuple) -> RunResult:
@@ -105,13 +110,14 @@ def marks_of(kb: "KnowledgeBase", d: "Diagnosis", scan: "ScanResult", key: str, 
         top.entry, top.title, top.klass, top.confidence, d.verdict, list(top.initiating_ranks), list(top.collateral_ranks),
         summary, top.root_cause, [(s.text, s.command) for s in top.fix], (top.verify.text, top.verify.command), list(top.missing),
     )
-    first = _primary(top.evidence, top.initiating_ranks)
-    if first is None:
+    primaries = _primaries(top.evidence, top.initiating_ranks)
+    if not primaries:
         return RunResult(key, stamp, d.verdict, [], info, list(d.warnings))
-    # (source, line, rank, role, is the initiating line), every line once
+    first = primaries[0]
+    # (source, line) -> (rank, role, initiating), every line once
     lines: dict[tuple[str, int], tuple[int | None, str, bool]] = {}
     for e in top.evidence:
-        lines.setdefault((e.source, e.line), (e.rank, e.role, e is first))
+        lines.setdefault((e.source, e.line), (e.rank, e.role, any(e is p for p in primaries)))
         if e.repeats:
             found = 0
             for ev in scan.events:
@@ -119,27 +125,38 @@ def marks_of(kb: "KnowledgeBase", d: "Diagnosis", scan: "ScanResult", key: str, 
                     break
                 if _sig(ev.entry, ev.signature) == e.signature and fingerprint(ev.text) == fingerprint(e.text):
                     if (ev.source, ev.line) not in lines:
-                        lines[(ev.source, ev.line)] = (ev.rank, e.role, False)
+                        # the scan's own rank; a torchrun tree's file gives the local rank only
+                        rank = ev.rank if ev.rank is not None else ev.local_rank if len(scan.hosts_seen) <= 1 else None
+                        lines[(ev.source, ev.line)] = (rank, e.role, False)
                         found += 1
-    widths = _measure({(s, n) for (s, n) in lines})
-    here = Line(first.source, first.line - 1, widths.get((first.source, first.line), _fallback(first.text)))
-    started = f"{_rank(first.rank)} ({os.path.basename(first.source)}:{first.line})"
+    widths = _measure(set(lines))
     diagnosed = d.verdict == "diagnosed"
     head = f"{top.title} [{top.entry}], confidence {top.confidence:.2f}"
     if not diagnosed:
         head = f"inconclusive: {head}"
-    who = f"{_rank(first.rank)} started it" if first.rank in top.initiating_ranks else f"{first.role} on {_rank(first.rank)}"
-    marks = [Mark(here, ERROR if diagnosed else WARNING, f"{who}: {head}", first.role, first.rank, True)]
-    for (source, line), (rank, role, is_first) in lines.items():
-        if is_first:
+    started = bool(top.initiating_ranks)
+    marks: list[Mark] = []
+    for e in primaries:
+        here = Line(e.source, e.line - 1, widths.get((e.source, e.line), _fallback(e.text)))
+        who = f"{_rank(e.rank)} started it" if started else f"first {e.role} line, {_rank(e.rank)}"
+        marks.append(Mark(here, ERROR if diagnosed else WARNING, f"{who}: {head}", e.role, e.rank, True))
+    origin = marks[0].at
+    for (source, line), (rank, role, initiating) in lines.items():
+        if initiating:
             continue
         at = Line(source, line - 1, widths.get((source, line), (0, 0, 0)))
-        if rank is not None and rank == first.rank:
-            msg = f"more evidence on {_rank(rank)} ({role}) of {top.entry}; the initiating line is {started}"
+        if rank is not None and (rank in top.initiating_ranks or rank == first.rank):
+            own = next((p for p in primaries if p.rank == rank), first)
+            msg = f"more evidence on {_rank(rank)} ({role}) of {top.entry}; the initiating line is {_where(own)}"
+        elif started:
+            msg = f"collateral on {_rank(rank)} ({role}): {top.entry} started at {_where(first)}"
         else:
-            msg = f"collateral on {_rank(rank)} ({role}): {top.entry} started at {started}"
-        marks.append(Mark(at, INFORMATION, msg, role, rank, False, [(here, f"initiating line: {_rank(first.rank)}")]))
-    marks[0].related = [(m.at, f"collateral on {_rank(m.rank)} ({m.role})") for m in marks[1 : MAX_RELATED + 1]]
+            msg = f"the same failure on {_rank(rank)} ({role}): {top.entry}, first at {_where(first)}"
+        marks.append(Mark(at, INFORMATION, msg, role, rank, False, [(origin, f"initiating line: {_rank(first.rank)}")]))
+    rest = [m for m in marks if not m.initiating]
+    for m in marks:
+        if m.initiating:
+            m.related = [(o.at, f"{'collateral' if started else 'the same failure'} on {_rank(o.rank)} ({o.role})") for o in rest[:MAX_RELATED]]
     return RunResult(key, stamp, d.verdict, marks, info, list(d.warnings))
 
 

@@ -199,10 +199,22 @@ async def initialized(ls: RankdoctorServer, params: types.InitializedParams) -> 
     ls.start_pool()
     if ls.options.get("scanWorkspace", True) is False:
         return
-    folders = ls.workspace_folders()
+    await _scan(ls, ls.workspace_folders())
+
+
+async def _scan(ls: RankdoctorServer, folders: list[Path]) -> None:
+    """Diagnose the runs among these workspace folders' logs."""
+    everyone = ls.workspace_folders()
     for folder in folders:
-        for run in await asyncio.to_thread(runs_in, folder, folders):
+        for run in await asyncio.to_thread(runs_in, folder, everyone):
             ls.diagnose_run(run, again=False)
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+async def folders_changed(ls: RankdoctorServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+    # pygls has updated ls.workspace.folders already
+    if ls.options.get("scanWorkspace", True) is not False:
+        await _scan(ls, [Path(p) for f in params.event.added if (p := to_fs_path(f.uri))])
 
 
 async def _opened(ls: RankdoctorServer, uri: str, again: bool) -> None:

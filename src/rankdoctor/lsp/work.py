@@ -87,31 +87,53 @@ def diagnose_text(text: str, name: str = "selection") -> str:
     return render_markdown(d)
 
 
+def _site_key(entries: Path) -> str | None:
+    """The knowledge base's cache key and the site's own code and templates: a change to
+    any of them makes a new site."""
+    from ..kb.cache import fingerprint
+    from ..site import build
+
+    key = fingerprint(entries)
+    if key is None:
+        return None
+    here = Path(build.__file__).parent
+    parts = [key]
+    for path in sorted([here / "build.py", *(here / "templates").glob("*"), *(here / "static").glob("*")]):
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        parts.append(f"{path}\0{st.st_size}\0{st.st_mtime_ns}")
+    return "\n".join(parts)
+
+
 def entry_site() -> str:
     """The folder of the static encyclopedia (``rankdoctor site``), built once into the user's
-    cache folder (a fresh temporary one when caching is off) and kept per knowledge base:
-    "Open the encyclopedia entry" opens a page on this machine."""
-    from ..kb.cache import _name, cache_dir, default_entries_dir, fingerprint
+    cache folder (a fresh temporary one when caching is off) and kept per knowledge base and
+    site version (the two newest are kept): "Open the encyclopedia entry" opens a page on
+    this machine."""
+    from ..kb.cache import _name, cache_dir, default_entries_dir
     from ..site.build import build_site
 
     kb, _ = _ready()
-    entries = Path(_entries) if _entries else default_entries_dir()
-    key = fingerprint(entries)
+    key = _site_key(Path(_entries) if _entries else default_entries_dir())
     base = cache_dir()
     if base is None or key is None:
         out = Path(tempfile.mkdtemp(prefix="rankdoctor-site-"))
-    else:
-        out = base / f"site-{_name(key)}"
-        if (out / "index.html").is_file():
-            return str(out)
-        # built beside it and renamed: a worker killed half way leaves no half site behind
-        base.mkdir(parents=True, exist_ok=True)
-        part = Path(tempfile.mkdtemp(prefix=".site-", dir=base))
-        build_site(kb, part)
-        try:
-            os.replace(part, out)
-        except OSError:  # another server built it meanwhile
-            shutil.rmtree(part, ignore_errors=True)
+        build_site(kb, out)
         return str(out)
-    build_site(kb, out)
+    out = base / f"site-{_name(key)}"
+    if (out / "index.html").is_file():
+        return str(out)
+    # built beside it and renamed: a worker killed half way leaves no half site behind
+    base.mkdir(parents=True, exist_ok=True)
+    part = Path(tempfile.mkdtemp(prefix=".site-", dir=base))
+    build_site(kb, part)
+    try:
+        os.replace(part, out)
+    except OSError:  # another server built it meanwhile
+        shutil.rmtree(part, ignore_errors=True)
+    older = sorted((p for p in base.glob("site-*") if p != out), key=lambda p: p.stat().st_mtime, reverse=True)
+    for stale in older[1:]:
+        shutil.rmtree(stale, ignore_errors=True)
     return str(out)
