@@ -1,8 +1,9 @@
-"""A real editor: headless Neovim (Debian's `neovim`, `make neovim`) with its built-in LSP client
-starts `rankdoctor lsp`, opens rank 0's log of a real 4-rank torchrun run (lab/compile-desync)
-with the run's log folder as its workspace, and the test reads back the diagnostics Neovim
-received: rank 1's initiating line as an error, ranks 0 and 2's collateral lines as
-information linked to it, the entry's fix on hover."""
+"""A real editor: headless Neovim (Debian's `neovim`, `make neovim`), set up with the README's
+editors/neovim/rankdoctor.lua, starts `rankdoctor lsp` through its built-in LSP client when
+rank 0's log of a real 4-rank torchrun run (lab/compile-desync) is opened from the run's log
+folder, and the test reads back the diagnostics Neovim received: rank 1's initiating line as
+an error, ranks 0 and 2's collateral lines as information linked to it, the entry's fix on
+hover, and :RankdoctorDiagnose's report."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def received(tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("nvim") / "diagnostics.json"
     env = {
         **os.environ,
-        "RD_ROOT": str(RUN),
+        "RD_PLUGIN": str(ROOT / "editors/neovim/rankdoctor.lua"),
+        "RD_FILE": str(TREE / "0/stderr.log"),
         "RD_OUT": str(out),
         "RD_FILES": "3",  # rank 1's file and the two collateral ones
         "RD_HOVER_LINE": "66",  # rank 0's collateral line, in the opened buffer
@@ -37,7 +39,7 @@ def received(tmp_path_factory) -> dict:
         "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p),
     }
     subprocess.run(
-        [NVIM, "--headless", "--clean", "-n", "-i", "NONE", str(TREE / "0/stderr.log"), "-S", str(ROOT / "tests/lsp/nvim_diagnostics.lua")],
+        [NVIM, "--headless", "--clean", "-n", "-i", "NONE", "-S", str(ROOT / "tests/lsp/nvim_diagnostics.lua")],
         env=env, cwd=RUN, capture_output=True, timeout=180, check=True,
     )
     return json.loads(out.read_text())
@@ -62,3 +64,10 @@ def test_neovim_hover_shows_the_fix(received):
     hover = received["hover"]
     assert hover.startswith("**Ranks stuck in different collectives")
     assert "**Summary.**" in hover and "**Fix**" in hover and "**Verify:** `TORCH_DISTRIBUTED_DEBUG=DETAIL torchrun" in hover
+
+
+def test_neovim_diagnose_command_opens_the_report(received):
+    # the buffer alone (rank 0's log): its own lines, as the Markdown report
+    report = received["report"]
+    assert report.startswith("## rankdoctor: ") and "Inputs: 1 file(s)" in report
+    assert "`selection:" in report
