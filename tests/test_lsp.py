@@ -67,7 +67,7 @@ def open_doc(client: LanguageClient, path: Path) -> None:
     )
 
 
-@pytest_lsp.fixture(scope="module", config=ClientServerConfig(server_command=[sys.executable, "-m", "rankdoctor.lsp"]))
+@pytest_lsp.fixture(scope="module", config=ClientServerConfig(server_command=[sys.executable, "-m", "rankdoctor.cli", "lsp"]))
 async def client(lsp_client: LanguageClient):
     caps = pytest_lsp.client_capabilities("visual-studio-code")
     await lsp_client.initialize_session(
