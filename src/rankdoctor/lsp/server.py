@@ -63,6 +63,7 @@ class RankdoctorServer(LanguageServer):
         self.published: dict[str, set[str]] = {}  # run key -> the files it marked
         self.site: str | None = None
         self.default_entries: str | None = None
+        self.scans: set[asyncio.Task] = set()  # workspace folders being diagnosed
 
     # -- workers ------------------------------------------------------------------------
 
@@ -122,6 +123,23 @@ class RankdoctorServer(LanguageServer):
                 del self.tasks[run.key]
         self.results[run.key] = result
         self.publish(result)
+
+    def scan(self, folders: list[Path]) -> None:
+        """Diagnose the runs among these workspace folders' logs in the background, one at a
+        time, so a file the user opens meanwhile gets a worker at once."""
+        if self.options.get("scanWorkspace", True) is not False and folders:
+            task = asyncio.get_running_loop().create_task(self._scan(folders))
+            self.scans.add(task)
+            task.add_done_callback(self.scans.discard)
+
+    async def _scan(self, folders: list[Path]) -> None:
+        everyone = self.workspace_folders()
+        for folder in folders:
+            for run in await asyncio.to_thread(runs_in, folder, everyone):
+                self.diagnose_run(run, again=False)
+                task = self.tasks.get(run.key)
+                if task is not None:
+                    await asyncio.wait({task})  # done, or stopped by a save: next run
 
     def publish(self, result: RunResult) -> None:
         by_path: dict[str, list[types.Diagnostic]] = {}
@@ -195,26 +213,15 @@ def initialize(ls: RankdoctorServer, params: types.InitializeParams) -> None:
 
 
 @server.feature(types.INITIALIZED)
-async def initialized(ls: RankdoctorServer, params: types.InitializedParams) -> None:
+def initialized(ls: RankdoctorServer, params: types.InitializedParams) -> None:
     ls.start_pool()
-    if ls.options.get("scanWorkspace", True) is False:
-        return
-    await _scan(ls, ls.workspace_folders())
-
-
-async def _scan(ls: RankdoctorServer, folders: list[Path]) -> None:
-    """Diagnose the runs among these workspace folders' logs."""
-    everyone = ls.workspace_folders()
-    for folder in folders:
-        for run in await asyncio.to_thread(runs_in, folder, everyone):
-            ls.diagnose_run(run, again=False)
+    ls.scan(ls.workspace_folders())
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
-async def folders_changed(ls: RankdoctorServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+def folders_changed(ls: RankdoctorServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
     # pygls has updated ls.workspace.folders already
-    if ls.options.get("scanWorkspace", True) is not False:
-        await _scan(ls, [Path(p) for f in params.event.added if (p := to_fs_path(f.uri))])
+    ls.scan([Path(p) for f in params.event.added if (p := to_fs_path(f.uri))])
 
 
 async def _opened(ls: RankdoctorServer, uri: str, again: bool) -> None:
