@@ -3,7 +3,7 @@ editors/neovim/rankdoctor.lua, starts `rankdoctor lsp` through its built-in LSP 
 rank 0's log of a real 4-rank torchrun run (lab/compile-desync) is opened from the run's log
 folder, and the test reads back the diagnostics Neovim received: rank 1's initiating line as
 an error, ranks 0 and 2's collateral lines as information linked to it, the entry's fix on
-hover, and :RankdoctorDiagnose's report."""
+hover, the two code actions taken, and :RankdoctorDiagnose's report."""
 
 from __future__ import annotations
 
@@ -64,6 +64,17 @@ def test_neovim_hover_shows_the_fix(received):
     hover = received["hover"]
     assert hover.startswith("**Ranks stuck in different collectives")
     assert "**Summary.**" in hover and "**Fix**" in hover and "**Verify:** `TORCH_DISTRIBUTED_DEBUG=DETAIL torchrun" in hover
+
+
+def test_neovim_code_actions_copy_verify_and_name_the_entry_page(received):
+    assert received["actions"] == [
+        "rankdoctor: Copy the verify command (TORCH_DISTRIBUTED_DEBUG=DETAIL torchrun --nproc_per_node 2 t)",
+        f"rankdoctor: Open the encyclopedia entry {ENTRY}",
+    ]
+    assert received["copied"] == "TORCH_DISTRIBUTED_DEBUG=DETAIL torchrun --nproc_per_node 2 train.py --max-steps 20"
+    (message,) = [m for m in received["messages"] if ENTRY in m]
+    url = message.split(": ", 2)[2]
+    assert url.startswith("file://") and url.endswith(f"/entries/{ENTRY}.html") and Path(url[len("file://"):]).is_file()
 
 
 def test_neovim_diagnose_command_opens_the_report(received):

@@ -21,9 +21,17 @@ end
 
 local function copy_verify(command)
   local text = command.arguments[1]
-  vim.fn.setreg('+', text)
   vim.fn.setreg('"', text)
+  pcall(vim.fn.setreg, '+', text) -- the system clipboard, where Neovim has a provider for it
   vim.notify('rankdoctor: verify command copied: ' .. text)
+end
+
+-- Client methods are called with ':' from Neovim 0.11 on, with '.' before
+local function request(client, method, params, handler, bufnr)
+  if vim.fn.has('nvim-0.11') == 1 then
+    return client:request(method, params, handler, bufnr)
+  end
+  return client.request(method, params, handler, bufnr)
 end
 
 local function show_report(markdown)
@@ -79,7 +87,7 @@ function M.setup(opts)
       return
     end
     local params = { command = 'rankdoctor.diagnoseText', arguments = { text } }
-    client.request('workspace/executeCommand', params, function(err, markdown)
+    request(client, 'workspace/executeCommand', params, function(err, markdown)
       if err then
         vim.notify('rankdoctor: ' .. err.message, vim.log.levels.ERROR)
       else

@@ -1,7 +1,8 @@
 -- Run by tests/test_lsp_neovim.py inside `nvim --headless`: the README's Neovim setup
 -- (editors/neovim/rankdoctor.lua, RD_PLUGIN) with its command RD_CMD, then RD_FILE opened from
 -- the run's log folder (the current folder: the workspace). Waits for an error diagnostic and
--- those of RD_FILES files, hovers on RD_HOVER_LINE, runs :RankdoctorDiagnose on the buffer,
+-- those of RD_FILES files, hovers on RD_HOVER_LINE, takes the two code actions there, runs
+-- :RankdoctorDiagnose on the buffer,
 -- and writes what Neovim holds as JSON to RD_OUT.
 local out = os.getenv('RD_OUT')
 dofile(os.getenv('RD_PLUGIN')).setup({ cmd = vim.fn.json_decode(os.getenv('RD_CMD')) })
@@ -52,6 +53,37 @@ if line >= 0 then
   end
 end
 
+-- the two code actions on that line, chosen as a user would in vim.ui.select's list: the
+-- verify command lands in the unnamed register; the entry's page (Neovim 0.7 cannot show
+-- documents) comes as a message with its URL
+local messages = {}
+vim.lsp.handlers['window/showMessage'] = function(_, result)
+  table.insert(messages, result.message)
+end
+local titles = {}
+local function choose(wanted)
+  vim.ui.select = function(items, _, on_choice)
+    for i, item in ipairs(items) do
+      local title = item[2].title
+      titles[title] = true
+      if title:find(wanted, 1, true) then
+        return on_choice(item, i)
+      end
+    end
+    on_choice(nil, nil)
+  end
+  vim.api.nvim_win_set_cursor(0, { line + 1, 2 })
+  vim.lsp.buf.code_action()
+end
+vim.fn.setreg('"', '')
+choose('Copy the verify command')
+vim.wait(wait_ms, function() return vim.fn.getreg('"') ~= '' end, 100)
+local copied = vim.fn.getreg('"')
+choose('Open the encyclopedia entry')
+vim.wait(wait_ms, function() return #messages > 0 end, 100)
+local action_titles = vim.tbl_keys(titles)
+table.sort(action_titles)
+
 -- :RankdoctorDiagnose on the whole buffer opens the report in a split
 vim.cmd('RankdoctorDiagnose')
 local report = vim.NIL
@@ -66,6 +98,7 @@ vim.wait(wait_ms, function()
 end, 100)
 
 vim.fn.writefile({ vim.fn.json_encode({ ok = ok, diagnostics = rows, hover = hover, report = report,
+  copied = copied, messages = messages, actions = action_titles,
   error_name = vim.diagnostic.severity.ERROR, info_name = vim.diagnostic.severity.INFO }) }, out)
 for _, c in pairs((vim.lsp.get_clients or vim.lsp.get_active_clients)()) do
   c.stop()
