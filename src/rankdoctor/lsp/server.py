@@ -19,7 +19,6 @@ Nothing leaves the machine: the files are read where they are.
 from __future__ import annotations
 
 import asyncio
-import logging
 import multiprocessing
 import os
 import re
@@ -41,8 +40,6 @@ from ..report.markdown import _code, _prose, _step
 from . import work
 from .marks import ERROR, INFORMATION, WARNING, FindingInfo, Line, Mark, RunResult
 from .runs import Run, is_log, run_of, runs_in, stamp
-
-log = logging.getLogger(__name__)
 
 OPEN_ENTRY = "rankdoctor.openEntry"
 COPY_VERIFY = "rankdoctor.copyVerifyCommand"
