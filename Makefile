@@ -51,8 +51,13 @@ chromium:
 prometheus:
 	$(call apt_when_missing,prometheus,{ command -v prometheus && command -v promtool; } >/dev/null,the watch metrics and rules tests,the Prometheus and promtool tests)
 
+## neovim: the editor whose built-in LSP client the language-server test drives (apt-get, as root, only when missing)
+.PHONY: neovim
+neovim:
+	$(call apt_when_missing,neovim,command -v nvim >/dev/null,the Neovim language-server test,the Neovim test)
+
 ## test: the whole suite (torch 2.13.0 CPU is installed for the live lab tests)
-test: setup chromium prometheus $(LAB_STAMP)
+test: setup chromium prometheus neovim $(LAB_STAMP)
 	$(PY) -m pytest -n $(JOBS) -p no:cacheprovider
 
 ## eval: per-class accuracy on a scenario corpus (make eval SCENARIOS=dir)
@@ -109,3 +114,13 @@ ripgrep:
 bench: setup ripgrep
 	PY=$(PY) bench/gen_all.sh
 	$(PY) bench/run.py $(BENCH_INPUTS)
+
+## vsix: the VS Code extension (editors/vscode) as a .vsix: npm ci from the lockfile, then the pinned
+## @vscode/vsce from node_modules (needs node 20+ and the npm registry)
+.PHONY: vsix
+VSCODE_DIR ?= editors/vscode
+VSIX ?= build/rankdoctor-vscode.vsix
+vsix:
+	@command -v npm >/dev/null || { echo "npm is missing: install Node.js 20+ and npm to build the VS Code extension"; exit 2; }
+	@mkdir -p $(dir $(abspath $(VSIX)))
+	cd $(VSCODE_DIR) && npm ci --no-audit --no-fund && npx --no-install vsce package --skip-license --allow-missing-repository -o $(abspath $(VSIX))

@@ -138,3 +138,58 @@ def test_serve_from_the_wheel(installed):
     finally:
         p.send_signal(signal.SIGTERM)
         p.wait(timeout=10)
+
+
+def _lsp_exchange(proc: subprocess.Popen, messages: list[dict], until, timeout: float = 120) -> list[dict]:
+    """Send LSP messages (Content-Length framed JSON-RPC) to a server on stdio and read what it
+    sends until ``until(message)`` holds for one."""
+    for m in messages:
+        body = json.dumps({"jsonrpc": "2.0", **m}).encode()
+        proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    proc.stdin.flush()
+    got: list[dict] = []
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        length = 0
+        while (line := proc.stdout.readline().strip()) != b"":
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":")[1])
+        assert length, f"the server closed its output: {proc.stderr.read().decode()[-2000:] if proc.poll() is not None else ''}"
+        msg = json.loads(proc.stdout.read(length))
+        got.append(msg)
+        if until(msg):
+            return got
+    raise AssertionError(f"no such message in {timeout} s: {got}")
+
+
+def test_lsp_from_the_wheel(installed):
+    # the language server the editors start, from the wheel: a log opened, its diagnosis
+    # published, the encyclopedia page built from the packaged templates
+    venv, work = installed
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RANKDOCTOR_CONFIG")}
+    env["XDG_CACHE_HOME"] = str(work / "cache")
+    log = (work / "job.log").resolve()
+    proc = subprocess.Popen([str(venv / "bin" / "rankdoctor"), "lsp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=work, env=env)
+    try:
+        text = log.read_text()
+        got = _lsp_exchange(proc, [
+            {"id": 1, "method": "initialize", "params": {"processId": None, "rootUri": None, "capabilities": {}}},
+            {"method": "initialized", "params": {}},
+            {"method": "textDocument/didOpen", "params": {"textDocument": {"uri": log.as_uri(), "languageId": "log", "version": 1, "text": text}}},
+        ], lambda m: m.get("method") == "textDocument/publishDiagnostics")
+        diags = got[-1]["params"]["diagnostics"]
+        assert got[-1]["params"]["uri"] == log.as_uri()
+        assert [(d["range"]["start"]["line"], d["severity"], d["code"]) for d in diags if d["severity"] == 1] == [(0, 1, "cuda-out-of-memory")]
+        got = _lsp_exchange(proc, [{"id": 2, "method": "workspace/executeCommand", "params": {"command": "rankdoctor.openEntry", "arguments": ["cuda-out-of-memory"]}}],
+                            lambda m: m.get("id") == 2)
+        url = got[-1]["result"]
+        assert url.startswith((work / "cache").resolve().as_uri()) and url.endswith("/entries/cuda-out-of-memory.html")
+        assert "out of memory" in Path(url[len("file://"):]).read_text().lower()
+        _lsp_exchange(proc, [{"id": 3, "method": "shutdown"}], lambda m: m.get("id") == 3)
+        proc.stdin.write(b'Content-Length: 33\r\n\r\n{"jsonrpc":"2.0","method":"exit"}')
+        proc.stdin.flush()
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -762,6 +762,19 @@ def compare(
 
         compare_text(c, Console(highlight=False, width=None if sys.stdout.isatty() else PIPED_WIDTH))
     raise typer.Exit(c.exit_code)
+@app.command()
+def lsp(
+    entries: Optional[Path] = typer.Option(None, "--entries", help="Use another knowledge-base directory.", hidden=True),
+) -> None:
+    """Language server (stdio): failed runs' logs marked in your editor.
+
+    Opening or saving a log (*.log, *.out, *.err, *.txt, a torchrun --log-dir tree) diagnoses its run: the initiating line is marked as an error, collateral lines on other ranks as information linked to it; hover shows the fix. See the README's editor sections.
+    """
+    if entries is not None:
+        _load_kb(entries, check=False)  # a broken folder is one line here, not a server that fails later
+    from .lsp.server import serve_stdio
+
+    serve_stdio(str(entries) if entries is not None else None)
 
 
 def main() -> None:
