@@ -121,6 +121,8 @@ def diagnose(
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Processes to scan with (default: one per core; small inputs use one)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
     entries: Optional[Path] = typer.Option(None, "--entries", help="Use another knowledge-base directory.", hidden=True),
+    redact: bool = typer.Option(False, "--redact", help="Diagnose redacted copies: hosts, addresses, user names, e-mails and secrets in the report become consistent pseudonyms (host-3)."),
+    redact_job_ids: bool = typer.Option(False, "--redact-job-ids", help="With --redact: replace SLURM job ids and Kubernetes pod names too."),
 ) -> None:
     """Diagnose a failed or hung distributed run from its logs.
 
@@ -150,7 +152,14 @@ def diagnose(
         return scan_parallel(None, sources, jobs=jobs, progress=bars[-1], scanner=scanner, meanwhile=_loader(load))
 
     try:
-        result, scan, dumps = diagnose_paths(load, paths, scan_with_progress, fr)
+        if redact or redact_job_ids:
+            from .redact import new_redactor
+            from .redact.session import diagnose_redacted
+
+            result, scan, dumps, _ = diagnose_redacted(
+                paths, fr, new_redactor(redact_job_ids), lambda p, f: diagnose_paths(load, p, scan_with_progress, f))
+        else:
+            result, scan, dumps = diagnose_paths(load, paths, scan_with_progress, fr)
     except (InputError, DumpError) as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
@@ -578,6 +587,42 @@ def rules(
         _fail(f"--entry {exc.args[0]}: no such entry (see `rankdoctor kb list`)")
     except ValueError as exc:
         _fail(f"--entry {exc}")
+
+
+@app.command("redact")
+def redact_cmd(
+    paths: list[str] = typer.Argument(..., metavar="PATH", help="Log files and folders (a run's logs, Flight Recorder dumps); .gz/.zst and archives are written unpacked."),
+    out: Path = typer.Option(..., "--output", "-o", metavar="OUT", help="A new (or empty) folder for the redacted copies; never inside an input."),
+    job_ids: bool = typer.Option(False, "--job-ids", help="Replace SLURM job ids and Kubernetes pod names too."),
+    fmt: Format = typer.Option(Format.text, "--format", "-f", help="text or json (what was written, skipped and replaced)."),
+) -> None:
+    """Write copies of logs with hosts, addresses, user names, e-mails and secrets replaced.
+
+    Each value gets one pseudonym across all files (host-3 everywhere), so the copies
+    diagnose as the originals do. The inputs are only read. Exit status: 0 done, 2 input error.
+    """
+    _text_or_json(fmt, "redact")
+    from .ingest.sources import InputError
+    from .redact import new_redactor, redact_paths
+
+    if "-" in paths:
+        _fail("redact reads files and folders, not stdin; save the stream to a file first")
+    try:
+        done = redact_paths(paths, out, new_redactor(job_ids))
+    except InputError as exc:
+        _fail(str(exc))
+    except OSError as exc:
+        _fail(f"{out}: cannot write: {exc.strerror or exc}")
+    if fmt is Format.json:
+        import json
+
+        typer.echo(json.dumps({"schema": "rankdoctor.redact/v1", "output": str(out), "written": [str(p) for p in done.written],
+                               "skipped": done.skipped, "replaced": done.replaced}, indent=2))
+        return
+    kinds = ", ".join(f"{n} {k}" for k, n in done.replaced.items()) or "nothing"
+    typer.echo(f"wrote {len(done.written)} redacted file(s) to {out}/; replaced {kinds}")
+    for line in done.skipped:
+        typer.echo(f"skipped: {line}")
 
 
 def main() -> None:
