@@ -92,6 +92,7 @@ _WANDB = re.compile(
     r"(?i)(?:WANDB_API_KEY|wandb[_ ]api[_ ]key|api\.wandb\.ai\S*|wandb login(?: --relogin)?(?: --host \S+)?)"
     r"[\"']?\s*[=: ]\s*[\"']?(?P<v>[A-Za-z0-9_\-]{32,})"
 )
+_BEARER = re.compile(r"(?i)\bBearer\s+(?P<v>[A-Za-z0-9._~+/\-]{16,}=*)")
 # `password=...`, `"token": "..."`, `aws_secret_access_key = ...`, `private_key_id: ...`
 _ASSIGNED = re.compile(
     r"(?i)(?:passw(?:or)?d|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|"
@@ -129,6 +130,7 @@ _FQDN = re.compile(
     r"(?<![\w@.\-/])(?P<h>[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*"
     rf"(?:\.[A-Za-z0-9-]+\.(?:{_TLDS})|\.(?:internal|local|localdomain|lan|corp|cluster|intra|svc|home|hpc)))(?![\w\-]|\.[A-Za-z0-9])"
 )
+_EC2 = re.compile(r"(?<![\w.\-])ip-\d{1,3}-\d{1,3}-\d{1,3}-\d{1,3}(?:\.[A-Za-z0-9\-]+)*(?![\w\-])")  # EC2's names
 _PUBLIC = re.compile(
     r"(?i)(?:^|\.)(?:pytorch\.org|github\.com|githubusercontent\.com|github\.io|huggingface\.co|nvidia\.com|python\.org|"
     r"pypi\.org|readthedocs\.io|google\.com|googleapis\.com|microsoft\.com|amazon\.com|anaconda\.org|conda\.io|"
@@ -191,7 +193,7 @@ def entropy(s: str, charset: str) -> float:
     return total
 
 
-_WORDISH = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{4,}")
+_WORDISH = re.compile(r"[A-Z]?[a-z]{3,}")
 
 
 def _is_random(tok: str) -> bool:
@@ -203,8 +205,8 @@ def _is_random(tok: str) -> bool:
         return False
     if "/" in core and any(len(p) > 2 and p.isalpha() and p.islower() for p in core.split("/")):
         return False  # a path with words in it
-    if sum(len(w) for w in _WORDISH.findall(core)) > 0.4 * len(core):
-        return False  # mostly words: an identifier (HorovodBroadcast_InceptionV3_...), not a key
+    if len(re.findall(r"[_/\-]", core)) >= 2 and sum(len(w) for w in _WORDISH.findall(core)) > 0.5 * len(core):
+        return False  # words joined: an identifier (HorovodBroadcast_InceptionV3_...), not a key
     return entropy(core, _B64.charset) > _B64.entropy_limit
 
 
@@ -216,6 +218,8 @@ def secrets(text: str) -> Iterator[Span]:
     for kind, rx in _OWN_TOKENS:
         for m in rx.finditer(text):
             yield m.start(), m.end(), kind, m[0]
+    for m in _BEARER.finditer(text) if "earer" in text else ():
+        yield m.start("v"), m.end("v"), "secret", m["v"]
     for m in _WANDB.finditer(text) if _any_in(("wandb", "WANDB"), text) else ():
         yield m.start("v"), m.end("v"), "wandb-key", m["v"]
     for m in _ASSIGNED.finditer(text) if _any_in(_ASSIGNED_NEEDLES, text) else ():
@@ -262,6 +266,8 @@ def shapes(text: str) -> Iterator[Span]:
         groups = [g for g in s.split(":") if g]
         if (len(groups) >= 3 or (s.startswith("fe80") and len(groups) >= 2)) and _ip_ok(s) and not s.lower().startswith("2001:db8:"):
             yield m.start(), m.end(), "ipv6", s
+    for m in _EC2.finditer(text) if "ip-" in text else ():
+        yield m.start(), m.end(), "host", m[0]
     for m in _FQDN.finditer(text):
         h = m["h"]
         if not _PUBLIC.search(h) and h.rsplit(".", 1)[-1].lower() not in _FILE_SUFFIXES and not re.fullmatch(r"[\d.]+", h):

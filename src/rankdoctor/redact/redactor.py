@@ -26,6 +26,7 @@ from . import detect
 
 _GLOBAL_KINDS = {"host", "user"}  # names also replaced outside their contexts (when distinctive)
 _SECRET_KINDS_SHAPE = re.compile(r"^[\w\-+/=.]+$")
+_HEX_ID = re.compile(r"[0-9a-f]{32,}|[0-9A-F]{32,}")
 _KEY_LINES = re.compile(r"((?:\\[nrt]|\s)+)")  # a PEM body's line breaks, real or JSON-escaped
 
 
@@ -60,6 +61,7 @@ class Redactor:
         self._numbers: Counter[str] = Counter()
         self._ipv4 = iter(())
         self._global: re.Pattern[str] | None = None
+        self._global_secrets: re.Pattern[str] | None = None
         self._sealed = False
         self._memo: dict[int, list] = {}  # the spans of each text learned, reused by apply (one detection a text)
 
@@ -86,7 +88,10 @@ class Redactor:
         for value, kind in self.seen.items():
             self._name(value, kind, taken)
         everywhere = [v for v, k in self.seen.items() if self._everywhere(v, k)]
-        self._global = _literal_pattern(everywhere)
+        # names end where a name does (node1 is not in node12, nor in my-node1); a secret is
+        # found wherever it stands (worker-<id>*out), between letters and digits only
+        self._global = _literal_pattern([v for v in everywhere if self.seen[v] in _GLOBAL_KINDS], r"[\w\-]")
+        self._global_secrets = _literal_pattern([v for v in everywhere if self.seen[v] not in _GLOBAL_KINDS], r"[A-Za-z0-9]")
         self._sealed = True
 
     def _everywhere(self, value: str, kind: str) -> bool:
@@ -119,6 +124,9 @@ class Redactor:
                 name = f"user-{n}@example.invalid"
             elif kind in ("job", "pod"):
                 name = f"{kind}-{n}"
+            elif _HEX_ID.fullmatch(value):
+                # a hex id keeps its shape (Ray's actor and node ids: signatures read them as hex)
+                name = f"{n:x}".rjust(len(value), "0")
             else:
                 name = f"REDACTED-{kind}-{n}"
             if name not in taken:
@@ -134,9 +142,9 @@ class Redactor:
             raise RuntimeError("seal() before apply()")
         memo = self._memo.pop(hash(text), None) if len(text) > 256 else None
         spans = list(self._spans(text)) if memo is None else list(memo)
-        if self._global is not None:
-            for m in self._global.finditer(text):
-                spans.append((m.start(), m.end(), self.seen[m[0]], m[0]))
+        for rx in (self._global, self._global_secrets):
+            if rx is not None:
+                spans.extend((m.start(), m.end(), self.seen[m[0]], m[0]) for m in rx.finditer(text))
         if not spans:
             return text
         spans.sort(key=lambda s: (s[0], -(s[1] - s[0])))
@@ -197,7 +205,7 @@ def _strings(obj: Any) -> Iterable[str]:
             stack.extend(o)
 
 
-def _literal_pattern(words: list[str]) -> re.Pattern[str] | None:
+def _literal_pattern(words: list[str], inside: str) -> re.Pattern[str] | None:
     """One pattern for many literals, as a trie (an alternation of thousands of words would
     be tried one by one at every position), bounded so that ``node1`` is not found inside
     ``node12``."""
@@ -218,4 +226,4 @@ def _literal_pattern(words: list[str]) -> re.Pattern[str] | None:
         body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
         return f"(?:{body})?" if end else body
 
-    return re.compile(r"(?<![\w\-])" + build(trie) + r"(?![\w\-])")
+    return re.compile(f"(?<!{inside})" + build(trie) + f"(?!{inside})")
