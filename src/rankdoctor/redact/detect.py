@@ -230,7 +230,7 @@ def secrets(text: str) -> Iterator[Span]:
             yield m.start(g), m.end(g), "secret", v
     for kind, plugin in _DS_PLUGINS:
         for found in set(plugin.analyze_string(text)):
-            if not found or found.startswith("REDACTED-"):
+            if not found or found.startswith("REDACTED-") or "\n" in found:  # a line keeps its number
                 continue
             for m in re.finditer(re.escape(found), text):
                 end = _TOKEN_TAIL.match(text, m.end()).end()
