@@ -244,3 +244,40 @@ def test_pseudonyms_are_consistent_and_keep_shapes():
     assert a == "host-1:1234:5678 [3] NCCL WARN NET/Socket : peer 192.0.2.1<5432> closed; SLURM_JOB_ID=job-1"
     assert b == "[rank0]: connecting to host-1:29500 from /home/usera/run; mail user-1@example.invalid"
     assert c == "[pod/pod-1/pytorch] [rank3]: Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE)"
+
+
+def test_archives_compressed_logs_and_flight_recorder_dumps(tmp_path):
+    """A .gz log is written unpacked, a tar.gz's members into a folder named after it, and
+    Flight Recorder dumps in their own format with their strings redacted: the copies
+    analyse as the originals do."""
+    import gzip
+    import pickle
+    import tarfile
+
+    import rankdoctor
+    from rankdoctor.flightrec.load import _decode
+
+    run = tmp_path / "run"
+    (run / "fr").mkdir(parents=True)
+    for dump in sorted((SCENARIOS / "lab/hang-killed/fr").iterdir()):
+        obj = _decode(dump.read_bytes(), str(dump))
+        for e in obj["entries"]:  # the job ran from a home folder: its frames say so
+            for f in e.get("frames", []):
+                f["filename"] = f["filename"].replace("/work/main/", "/home/alice9/work/")
+        (run / "fr" / dump.name).write_bytes(pickle.dumps(obj))
+    line = b"gpu-q-49:11:12 [0] NCCL WARN Call to connect returned Connection refused\n"
+    (run / "rank1.log.gz").write_bytes(gzip.compress(line))
+    (tmp_path / "m.log").write_bytes(line)
+    with tarfile.open(run / "bundle.tar.gz", "w:gz") as tf:
+        tf.add(tmp_path / "m.log", arcname="logs/m.log")
+    out = tmp_path / "out"
+    r = run_cli("redact", str(run), "-o", str(out))
+    assert r.returncode == 0, r.stderr.decode()
+    assert (out / "run/rank1.log").read_bytes() == (out / "run/bundle/logs/m.log").read_bytes() == \
+        b"host-1:11:12 [0] NCCL WARN Call to connect returned Connection refused\n"
+    assert all(b"alice9" not in p.read_bytes() for p in (out / "run/fr").iterdir())
+    before, after = rankdoctor.fr([str(run / "fr")]).to_json(), rankdoctor.fr([str(out / "run/fr")]).to_json()
+    assert after["verdict"] == before["verdict"] and after["ranks_found"] == before["ranks_found"]
+    assert [(f["kind"], f["seq"], f["culprit_ranks"]) for f in after["findings"]] == \
+        [(f["kind"], f["seq"], f["culprit_ranks"]) for f in before["findings"]]
+    assert "/home/user-1/work/lab/_common.py:137" in json.dumps(after)  # the call sites, redacted
