@@ -161,6 +161,7 @@ def test_seeded_secrets_do_not_survive_diagnose(seeded, fmt, capsys):
     with capsys.disabled():
         print(f"\nseeded secrets (diagnose --redact --format {fmt}): {sum(len(set(v)) for v in kinds.values())} seeded, {sum(left.values())} left")
     assert sum(left.values()) == 0, left
+    assert "rankdoctor-redact-" not in out  # the copies' temporary folder never shows
     assert "/home/user-1/runs/host-" in out  # the inputs' paths, redacted, still say where each line came from
 
 

@@ -596,7 +596,7 @@ def redact_cmd(
     job_ids: bool = typer.Option(False, "--job-ids", help="Replace SLURM job ids and Kubernetes pod names too."),
     fmt: Format = typer.Option(Format.text, "--format", "-f", help="text or json (what was written, skipped and replaced)."),
 ) -> None:
-    """Write copies of logs with hosts, addresses, user names, e-mails and secrets replaced.
+    """Copy logs with hosts, addresses, users and secrets pseudonymized.
 
     Each value gets one pseudonym across all files (host-3 everywhere), so the copies
     diagnose as the originals do. The inputs are only read. Exit status: 0 done, 2 input error.

@@ -63,6 +63,7 @@ class Redactor:
         self._global: re.Pattern[str] | None = None
         self._global_secrets: re.Pattern[str] | None = None
         self._sealed = False
+        self._short: dict[str, str] = {}
         self._memo: dict[int, list] = {}  # the spans of each text learned, reused by apply (one detection a text)
 
     # -- pass 1 ----------------------------------------------------------------------------
@@ -77,8 +78,8 @@ class Redactor:
             self.seen.setdefault(h, "host")
 
     def learn_obj(self, obj: Any) -> None:
-        for s in _strings(obj):
-            self.learn(s)
+        """Learn from every string in plain data (a dump: thousands of strings, few distinct)."""
+        self.learn("\n".join(sorted(set(_strings(obj)))))
 
     def seal(self) -> None:
         """Give every learned value its pseudonym, and build the pattern that finds the
@@ -140,6 +141,14 @@ class Redactor:
         ``(start, end, kind, original)`` of each replacement in the returned text."""
         if not self._sealed:
             raise RuntimeError("seal() before apply()")
+        if marks is None and len(text) <= 256:  # file and folder names repeat: each is redacted once
+            got = self._short.get(text)
+            if got is None:
+                got = self._short[text] = self._apply(text, None)
+            return got
+        return self._apply(text, marks)
+
+    def _apply(self, text: str, marks: list[tuple[int, int, str, str]] | None) -> str:
         memo = self._memo.pop(hash(text), None) if len(text) > 256 else None
         spans = list(self._spans(text)) if memo is None else list(memo)
         for rx in (self._global, self._global_secrets):
@@ -170,16 +179,21 @@ class Redactor:
         out.append(text[pos:])
         return "".join(out)
 
-    def apply_obj(self, obj: Any) -> Any:
-        """A copy of plain data (a Flight Recorder dump) with every string redacted."""
+    def apply_obj(self, obj: Any, _done: dict[str, str] | None = None) -> Any:
+        """A copy of plain data (a Flight Recorder dump) with every string redacted (each
+        distinct string once: a dump repeats its frames' file names thousands of times)."""
+        done = _done if _done is not None else {}
         if isinstance(obj, str):
-            return self.apply(obj)
+            got = done.get(obj)
+            if got is None:
+                got = done[obj] = self.apply(obj)
+            return got
         if isinstance(obj, dict):
-            return {self.apply_obj(k): self.apply_obj(v) for k, v in obj.items()}
+            return {self.apply_obj(k, done): self.apply_obj(v, done) for k, v in obj.items()}
         if isinstance(obj, list):
-            return [self.apply_obj(v) for v in obj]
+            return [self.apply_obj(v, done) for v in obj]
         if isinstance(obj, tuple):
-            return tuple(self.apply_obj(v) for v in obj)
+            return tuple(self.apply_obj(v, done) for v in obj)
         return obj
 
     def _spans(self, text: str):

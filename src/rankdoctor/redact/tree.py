@@ -88,14 +88,14 @@ def _text_chunks(opener: Callable[[], BinaryIO]) -> Iterator[str]:
 
 def _dump_of(path: str, head: bytes) -> tuple[object, str] | None:
     """A Flight Recorder dump, read the safe way, and its format; None when it is not one."""
-    from ..flightrec.load import MAX_DUMP_BYTES, DumpError, _decode, _looks_like_dump
+    from ..flightrec.load import MAX_DUMP_BYTES, DumpError, _decode, _fast_unpickle, _looks_like_dump
     from ..ingest.dumpfile import Unusable, read_regular
 
     if not _looks_like_dump(head[:4096]):
         return None
     try:
         data = read_regular(path, MAX_DUMP_BYTES)
-        obj = _decode(data, path)
+        obj = _fast_unpickle(data) or _decode(data, path)  # the loader's fast lane first, as load_dump does
     except (DumpError, Unusable, OSError):
         return None
     return obj, ("json" if data[:1] != b"\x80" else str(data[1]))
