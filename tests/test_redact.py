@@ -282,3 +282,13 @@ def test_archives_compressed_logs_and_flight_recorder_dumps(tmp_path):
     assert [(f["kind"], f["seq"], f["culprit_ranks"]) for f in after["findings"]] == \
         [(f["kind"], f["seq"], f["culprit_ranks"]) for f in before["findings"]]
     assert "/home/user-1/work/lab/_common.py:137" in json.dumps(after)  # the call sites, redacted
+
+
+def test_python_api_redacts_too():
+    import rankdoctor
+
+    case = SCENARIOS / "real/comms-06-dupgpu-horovod-localrank-zero"
+    plain, red = rankdoctor.diagnose([str(case)]), rankdoctor.diagnose([str(case)], redact=True)
+    assert (red.verdict, red.diagnoses[0].entry) == (plain.verdict, plain.diagnoses[0].entry)
+    assert "chifflot-7" in json.dumps(plain.to_json()) and "chifflot-7" not in json.dumps(red.to_json())
+    assert red.to_json()["inputs"][0]["path"].startswith(str(case))  # the path as given (nothing private in it)
