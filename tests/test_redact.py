@@ -82,6 +82,16 @@ def _seed(rng: random.Random) -> tuple[dict[str, list[str]], list[str]]:
             f"export SERVICE_TOKEN={generic}",
             f"[rank{i % 4}]: Authorization: Bearer {bare}",
         ]
+    for i in range(PER_KIND):  # tokens that only detect-secrets' plugins know
+        claims = json.dumps({"sub": _rand(rng, 12), "iat": 1796000000 + i}).encode()
+        jwt = ".".join([_b64(b'{"alg":"HS256","typ":"JWT"}'), _b64(claims), _rand(rng, 43, string.ascii_letters + string.digits + "_-")])
+        slack = f"xoxb-{rng.randint(10**11, 10**12 - 1)}-{rng.randint(10**12, 10**13 - 1)}-{_rand(rng, 24, string.ascii_lowercase + string.digits)}"
+        stripe = "sk_live_" + _rand(rng, 24)
+        gitlab = "glpat-" + _rand(rng, 20)
+        for k, v in [("jwt", jwt), ("slack", slack), ("stripe", stripe), ("gitlab", gitlab)]:
+            kinds[k].append(v)
+        lines += [f"[rank{i % 4}]: GET /v1/runs 401 (Authorization: {jwt})", f"notify: SLACK_BOT={slack} STRIPE={stripe}",
+                  f"CI_JOB_TOKEN {gitlab} rejected"]
     for i in range(PER_KIND):  # job ids: replaced with --job-ids only
         job, pod = str(rng.randint(1_000_000, 99_999_999)), f"llama-{_rand(rng, 5, string.ascii_lowercase)}-worker-{i}"
         kinds["job-id"].append(job)
@@ -92,6 +102,12 @@ def _seed(rng: random.Random) -> tuple[dict[str, list[str]], list[str]]:
     kinds["private-key"].extend(pem_lines)
     lines += ["-----BEGIN RSA PRIVATE KEY-----", *pem_lines, "-----END RSA PRIVATE KEY-----"]
     return kinds, lines
+
+
+def _b64(data: bytes) -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
 
 
 def _survivors(kinds: dict[str, list[str]], text: str) -> dict[str, int]:
