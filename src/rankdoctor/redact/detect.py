@@ -25,6 +25,7 @@ from __future__ import annotations
 import ipaddress
 import math
 import re
+import string
 from collections.abc import Iterator
 
 from detect_secrets.plugins.artifactory import ArtifactoryDetector
@@ -53,24 +54,27 @@ Span = tuple[int, int, str, str]  # start, end, kind, the text replaced
 # detect-secrets' regex plugins, by the kind our pseudonyms name. Only their
 # ``analyze_string`` is used: it runs their patterns and nothing else (the ``analyze_line``
 # path reads global settings and may try to verify a key over the network).
+_AWS_NEEDLES = ("A3T", "ABIA", "ACCA", "AKIA", "ASIA", "aws", "AWS", "Aws")
+_GH_NEEDLES = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")
+# (kind, plugin, literals one of which its patterns need: a text without any is skipped)
 _DS_PLUGINS = (
-    ("aws-key", AWSKeyDetector()),
-    ("github-token", GitHubTokenDetector()),
-    ("gitlab-token", GitLabTokenDetector()),
-    ("jwt", JwtTokenDetector()),
-    ("slack-token", SlackDetector()),
-    ("stripe-key", StripeDetector()),
-    ("openai-key", OpenAIDetector()),
-    ("pypi-token", PypiTokenDetector()),
-    ("npm-token", NpmDetector()),
-    ("sendgrid-key", SendGridDetector()),
-    ("twilio-key", TwilioKeyDetector()),
-    ("azure-key", AzureStorageKeyDetector()),
-    ("discord-token", DiscordBotTokenDetector()),
-    ("telegram-token", TelegramBotTokenDetector()),
-    ("mailchimp-key", MailchimpDetector()),
-    ("artifactory-key", ArtifactoryDetector()),
-    ("password", BasicAuthDetector()),
+    ("aws-key", AWSKeyDetector(), _AWS_NEEDLES),
+    ("github-token", GitHubTokenDetector(), _GH_NEEDLES),
+    ("gitlab-token", GitLabTokenDetector(), ("gl", "GR1348941")),
+    ("jwt", JwtTokenDetector(), ("eyJ",)),
+    ("slack-token", SlackDetector(), ("xox", "XOX", "Xox", "hooks.slack")),
+    ("stripe-key", StripeDetector(), ("k_live_",)),
+    ("openai-key", OpenAIDetector(), ("T3BlbkFJ",)),
+    ("pypi-token", PypiTokenDetector(), ("pypi-",)),
+    ("npm-token", NpmDetector(), ("_authToken",)),
+    ("sendgrid-key", SendGridDetector(), ("SG.",)),
+    ("twilio-key", TwilioKeyDetector(), ("AC", "SK")),
+    ("azure-key", AzureStorageKeyDetector(), ("AccountKey=",)),
+    ("discord-token", DiscordBotTokenDetector(), ()),
+    ("telegram-token", TelegramBotTokenDetector(), ()),
+    ("mailchimp-key", MailchimpDetector(), ("-us",)),
+    ("artifactory-key", ArtifactoryDetector(), ("AKC", "AP")),
+    ("password", BasicAuthDetector(), ("://",)),
 )
 _B64 = Base64HighEntropyString()  # limit 4.5 bits a character, as detect-secrets' default
 _HEX = HexHighEntropyString()  # limit 3.0
@@ -80,13 +84,13 @@ _QUOTED_MIN = 20  # quoted strings shorter than this are words, not keys
 _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-+/=.]*")
 
 # what detect-secrets has no plugin for
-_OWN_TOKENS = (
-    ("hf-token", re.compile(r"(?<![A-Za-z0-9])(?:hf|api_org)_[A-Za-z0-9]{30,}")),
-    ("github-token", re.compile(r"(?<![A-Za-z0-9])github_pat_[A-Za-z0-9_]{20,}")),
-    ("github-token", re.compile(r"(?<![A-Za-z0-9])gh[pousr]_[A-Za-z0-9_]{30,}")),
-    ("gcp-key", re.compile(r"(?<![A-Za-z0-9])AIza[0-9A-Za-z_\-]{35}")),
-    ("gcp-token", re.compile(r"(?<![A-Za-z0-9])ya29\.[0-9A-Za-z_\-.]{20,}")),
-    ("aws-key", re.compile(r"(?<![A-Za-z0-9])(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])")),
+_OWN_TOKENS = (  # (kind, pattern, literals it needs); a token may not follow a letter or digit
+    ("hf-token", re.compile(r"(?:hf|api_org)_[A-Za-z0-9]{30,}"), ("hf_", "api_org_")),
+    ("github-token", re.compile(r"github_pat_[A-Za-z0-9_]{20,}"), ("github_pat_",)),
+    ("github-token", re.compile(r"gh[pousr]_[A-Za-z0-9_]{30,}"), _GH_NEEDLES),
+    ("gcp-key", re.compile(r"AIza[0-9A-Za-z_\-]{35}"), ("AIza",)),
+    ("gcp-token", re.compile(r"ya29\.[0-9A-Za-z_\-.]{20,}"), ("ya29.",)),
+    ("aws-key", re.compile(r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])"), _AWS_NEEDLES[:5]),
 )
 _WANDB = re.compile(
     r"(?i)(?:WANDB_API_KEY|wandb[_ ]api[_ ]key|api\.wandb\.ai\S*|wandb login(?: --relogin)?(?: --host \S+)?)"
@@ -94,13 +98,14 @@ _WANDB = re.compile(
 )
 _BEARER = re.compile(r"(?i)\bBearer\s+(?P<v>[A-Za-z0-9._~+/\-]{16,}=*)")
 # `password=...`, `"token": "..."`, `aws_secret_access_key = ...`, `private_key_id: ...`
-_ASSIGNED = re.compile(
-    r"(?i)(?:passw(?:or)?d|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|"
+_ASSIGNED = re.compile(  # run on the text with ASCII letters lowered (same offsets): (?i) is slow
+    r"(?:passw(?:or)?d|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|"
     r"private[_-]?key[_-]?id|auth|credentials?)(?:[_-]?(?:key|id|token|value))?[\"']?[ \t]*(?:=|:=|:|=>)[ \t]*"
     r"(?:[\"'](?P<q>[^\"'\s]{8,})[\"']|(?P<v>[^\s\"',;{}()\[\]<>]{8,}))"
 )
 _ASSIGNED_NEEDLES = ("pass", "pwd", "secret", "token", "key", "auth", "credential", "PASS", "PWD", "SECRET", "TOKEN", "KEY",
                      "AUTH", "CREDENTIAL", "Pass", "Secret", "Token", "Key", "Auth")
+_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 _PLACEHOLDER = re.compile(r"(?i)^(?:none|null|true|false|\*+|x+|\.+|redacted-.*|<.*>|\$\{?\w+\}?|%\(.*|\{.*\})$")
 _PEM = re.compile(
@@ -215,20 +220,24 @@ def secrets(text: str) -> Iterator[Span]:
     for m in _PEM.finditer(text) if "PRIVATE KEY" in text else ():
         if m["body"].strip(" \\n\r\t"):
             yield m.start("body"), m.end("body"), "private-key", m["body"]
-    for kind, rx in _OWN_TOKENS:
-        for m in rx.finditer(text):
-            yield m.start(), m.end(), kind, m[0]
+    for kind, rx, needles in _OWN_TOKENS:
+        if _any_in(needles, text):
+            for m in rx.finditer(text):
+                if not (m.start() and text[m.start() - 1].isalnum()):
+                    yield m.start(), m.end(), kind, m[0]
     for m in _BEARER.finditer(text) if "earer" in text else ():
         yield m.start("v"), m.end("v"), "secret", m["v"]
     for m in _WANDB.finditer(text) if _any_in(("wandb", "WANDB"), text) else ():
         yield m.start("v"), m.end("v"), "wandb-key", m["v"]
-    for m in _ASSIGNED.finditer(text) if _any_in(_ASSIGNED_NEEDLES, text) else ():
+    for m in _ASSIGNED.finditer(text.lower() if text.isascii() else text.translate(_LOWER)) if _any_in(_ASSIGNED_NEEDLES, text) else ():
         g = "q" if m["q"] is not None else "v"
-        v = m[g]
+        v = text[m.start(g):m.end(g)]
         code = _DOTTED.fullmatch(v) or text[m.end(g):m.end(g) + 1] == "("  # authkey=process.current_process()
         if not code and not _PLACEHOLDER.match(v) and (re.search(r"\d", v) or len(v) >= 16 or not v.isalpha()):
             yield m.start(g), m.end(g), "secret", v
-    for kind, plugin in _DS_PLUGINS:
+    for kind, plugin, needles in _DS_PLUGINS:
+        if needles and not _any_in(needles, text):
+            continue
         for found in set(plugin.analyze_string(text)):
             if not found or found.startswith("REDACTED-") or "\n" in found:  # a line keeps its number
                 continue
