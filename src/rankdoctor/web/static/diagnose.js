@@ -196,7 +196,7 @@
     if (!redacted || redacted.key !== keyOf(selection())) { return "Redacting the selection…"; }
     var kinds = Object.keys(redacted.replaced);
     if (!kinds.length) { return "Redaction is on: nothing private found in the selection."; }
-    return "Redaction is on: replaced " + kinds.map(function (k) { return redacted.replaced[k] + " " + k; }).join(", ") + " (highlighted; hover for the original, which stays here).";
+    return "Redaction is on: replaced " + kinds.map(function (k) { return redacted.replaced[k] + " " + k; }).join(", ") + " (highlighted; hover one for the original).";
   }
   function blocks(kept) {
     var out = [], cur = null;
