@@ -308,3 +308,15 @@ def test_python_api_redacts_too():
     assert (red.verdict, red.diagnoses[0].entry) == (plain.verdict, plain.diagnoses[0].entry)
     assert "chifflot-7" in json.dumps(plain.to_json()) and "chifflot-7" not in json.dumps(red.to_json())
     assert red.to_json()["inputs"][0]["path"].startswith(str(case))  # the path as given (nothing private in it)
+
+
+def test_flight_recorder_dumps_given_with_fr_are_redacted_copies_too():
+    import rankdoctor
+
+    case = SCENARIOS / "lab-pg2d" / "exception-tp2dp4-r5-s3"
+    plain = rankdoctor.diagnose([str(case / "logs")], fr=str(case / "fr"))
+    red = rankdoctor.diagnose([str(case / "logs")], fr=str(case / "fr"), redact=True)
+    top, rtop = plain.diagnoses[0], red.diagnoses[0]
+    assert (rtop.entry, rtop.klass, rtop.initiating_ranks) == (top.entry, top.klass, top.initiating_ranks)
+    sources = {e.source for f in red.diagnoses for e in f.evidence}
+    assert sources and all(s.startswith(str(case)) for s in sources), sources  # shown as the inputs, not the copies
