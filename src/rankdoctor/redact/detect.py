@@ -56,11 +56,13 @@ Span = tuple[int, int, str, str]  # start, end, kind, the text replaced
 # path reads global settings and may try to verify a key over the network).
 _AWS_NEEDLES = ("A3T", "ABIA", "ACCA", "AKIA", "ASIA", "aws", "AWS", "Aws")
 _GH_NEEDLES = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")
-# (kind, plugin, literals one of which its patterns need: a text without any is skipped)
+# (kind, plugin, literals one of which its patterns need, or a quick pattern that must be
+# found first: a text without them is skipped; several of the plugins' own patterns try
+# every position of the text)
 _DS_PLUGINS = (
     ("aws-key", AWSKeyDetector(), _AWS_NEEDLES),
     ("github-token", GitHubTokenDetector(), _GH_NEEDLES),
-    ("gitlab-token", GitLabTokenDetector(), ("gl", "GR1348941")),
+    ("gitlab-token", GitLabTokenDetector(), re.compile(r"gl[a-z]{1,7}-|GR1348941")),
     ("jwt", JwtTokenDetector(), ("eyJ",)),
     ("slack-token", SlackDetector(), ("xox", "XOX", "Xox", "hooks.slack")),
     ("stripe-key", StripeDetector(), ("k_live_",)),
@@ -68,12 +70,12 @@ _DS_PLUGINS = (
     ("pypi-token", PypiTokenDetector(), ("pypi-",)),
     ("npm-token", NpmDetector(), ("_authToken",)),
     ("sendgrid-key", SendGridDetector(), ("SG.",)),
-    ("twilio-key", TwilioKeyDetector(), ("AC", "SK")),
+    ("twilio-key", TwilioKeyDetector(), re.compile(r"(?:AC|SK)[a-z0-9]{32}")),
     ("azure-key", AzureStorageKeyDetector(), ("AccountKey=",)),
-    ("discord-token", DiscordBotTokenDetector(), ()),
-    ("telegram-token", TelegramBotTokenDetector(), ()),
-    ("mailchimp-key", MailchimpDetector(), ("-us",)),
-    ("artifactory-key", ArtifactoryDetector(), ("AKC", "AP")),
+    ("discord-token", DiscordBotTokenDetector(), re.compile(r"\.[a-zA-Z\d_-]{6}\.[a-zA-Z\d_-]{27}")),
+    ("telegram-token", TelegramBotTokenDetector(), re.compile(r":[0-9A-Za-z_-]{35}")),
+    ("mailchimp-key", MailchimpDetector(), re.compile(r"-us\d")),
+    ("artifactory-key", ArtifactoryDetector(), re.compile(r"(?:AKC|AP[\dA-F])[a-zA-Z0-9]{8}")),
     ("password", BasicAuthDetector(), ("://",)),
 )
 _B64 = Base64HighEntropyString()  # limit 4.5 bits a character, as detect-secrets' default
@@ -117,12 +119,13 @@ _PEM = re.compile(
 _BARE = re.compile(r"(?<![\w+/=.\-])[A-Za-z0-9+/_\-]{24,}={0,2}(?![\w+/=\-])")
 
 # -- identities by shape ---------------------------------------------------------------------
-_EMAIL = re.compile(r"(?<![\w.%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.(?P<tld>[A-Za-z]{2,})(?![\w-])")
+_EMAIL_AT = re.compile(r"@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.(?P<tld>[A-Za-z]{2,})(?![\w-])")
+_EMAIL_LOCAL = re.compile(r"(?<![\w.%+-])[A-Za-z0-9._%+-]+\Z")
 _FILE_SUFFIXES = {
     "py", "pyc", "so", "cpp", "cc", "cu", "cuh", "hpp", "json", "yaml", "yml", "txt", "log", "sh", "pt", "pth", "bin",
     "md", "html", "csv", "gz", "zst", "pkl", "out", "err", "cfg", "ini", "toml", "whl", "tar", "zip", "safetensors",
 }
-_IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
+_IPV4 = re.compile(r"\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}(?![\w]|\.\d)")  # not after [\w.]: checked in code
 _FULL_V6 = re.compile(r"[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:")
 _IPV6 = re.compile(r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:])")
 # host names: three labels or more under a common top-level domain, or two under the
@@ -151,32 +154,35 @@ _NOT_NAMES = {
 }
 _HOST_CONTEXTS = (
     # NCCL: "gpu-node-3:1234:5678 [0] NCCL INFO ..." (ingest/prefix.py's _P_NCCL)
-    (("NCCL",), re.compile(r"(?<![\w.\-])(?P<h>[A-Za-z0-9][\w.\-]*):\d+:\d+ \[\d+\] ")),
+    (("NCCL",), "tail", re.compile(r":\d+:\d+ \[\d+\] "), re.compile(r"(?<![\w.\-])[A-Za-z0-9][\w.\-]*\Z")),
     # torchrun's failure record ("  host      : node-3"), and its kin
-    (("host", "Host", "HOST", "node", "Node"), re.compile(
-        r"(?im)^[ \t]*(?:\[[^\]\n]*\]:?[ \t]*)*(?:host|hostname|host_name|nodename|node_name)[ \t]*[:=][ \t]*['\"]?"
-        r"(?P<h>[A-Za-z0-9][\w.\-]*)['\"]?[ \t]*$")),
-    (("addr", "ADDR", "rdzv", "HOST"), re.compile(
-        r"(?i)\b(?:master_addr|rdzv_endpoint|rdzv-endpoint|TORCHELASTIC_\w*HOST\w*)['\"]?[ \t]*[:=][ \t]*['\"]?(?P<h>[A-Za-z][\w.\-]*)"
-        r"|--master[_-]addr[ =](?P<h2>[A-Za-z][\w.\-]*)")),
+    (("host", "Host", "HOST", "node", "Node"), "lower", re.compile(
+        r"(?m)^[ \t]*(?:\[[^\]\n]*\]:?[ \t]*)*(?:host|hostname|host_name|nodename|node_name)[ \t]*[:=][ \t]*['\"]?"
+        r"(?P<h>[a-z0-9][\w.\-]*)['\"]?[ \t]*$"), None),
+    (("addr", "ADDR", "rdzv", "HOST"), "lower", re.compile(
+        r"(?:master_addr|rdzv_endpoint|rdzv-endpoint|torchelastic_\w*host\w*)['\"]?[ \t]*[:=][ \t]*['\"]?(?P<h>[a-z][\w.\-]*)"
+        r"|--master[_-]addr[ =](?P<h2>[a-z][\w.\-]*)"), None),
     # c10d sockets: "[node-3]:29500", "node-3:29400" (a name with a digit, a port of 4-5 digits)
-    (("]:",), re.compile(r"\[(?P<h>(?!default\d|rank\d)[A-Za-z][\w.\-]*)\]:\d{2,5}(?![\d\-:.])")),
-    ((":",), re.compile(r"(?<![\w.\-/@])(?P<h>(?!rank\d|default\d)[A-Za-z][A-Za-z\-]*\d[\w\-]*(?:\.[\w\-]+)*):\d{4,5}(?![\d\-:.])")),
+    (("]:",), None, re.compile(r"\[(?P<h>(?!default\d|rank\d)[A-Za-z][\w.\-]*)\]:\d{2,5}(?![\d\-:.])"), None),
+    ((":",), "tail", re.compile(r":\d{4,5}(?![\d\-:.])"),
+     re.compile(r"(?<![\w.\-/@])(?!rank\d|default\d)[A-Za-z][A-Za-z\-]*\d[\w\-]*(?:\.[\w\-]+)*\Z")),
     # SLURM
-    (("srun",), re.compile(r"srun: error: (?P<h>[\w.\-]+): tasks? ")),
-    (("STEP",), re.compile(r"\bSTEP \d+(?:\.\w+)? ON (?P<h>[\w.\-]+) CANCELLED")),
-    (("NodeList", "BatchHost", "SLURM"), re.compile(r"\b(?:NodeList|BatchHost|SLURMD_NODENAME|SLURM_NODELIST|SLURM_JOB_NODELIST)=(?P<h>[\w.\-\[\],]+)")),
+    (("srun",), None, re.compile(r"srun: error: (?P<h>[\w.\-]+): tasks? "), None),
+    (("STEP",), None, re.compile(r"STEP \d+(?:\.\w+)? ON (?P<h>[\w.\-]+) CANCELLED"), None),
+    (("NodeList", "BatchHost", "SLURM"), None,
+     re.compile(r"(?:NodeList|BatchHost|SLURMD_NODENAME|SLURM_NODELIST|SLURM_JOB_NODELIST)=(?P<h>[\w.\-\[\],]+)"), None),
     # shell prompts: alice@gpu-node-3:~$
-    (("@",), re.compile(r"(?<![\w.\-])[a-z_][\w\-]*@(?P<h>[A-Za-z][\w.\-]*):[~/]")),
+    (("@",), None, re.compile(r"@(?P<h>[A-Za-z][\w.\-]*):[~/]"), None),
 )
 _USER_CONTEXTS = (
     (("/home", "/Users", "/mnt/", "/data/", "/usr/", "/export/", "/fsx/", "/scratch/", "/nfs/"),
      re.compile(r"(?:/home|/Users|/mnt/home|/data/home|/usr/home|/export/home|/fsx/home|/scratch|/nfs/home)/(?P<u>[^/\s'\"\\:;,()\[\]<>]+)")),
-    (("Users", "users"), re.compile(r"(?i)\b[A-Z]:\\+Users\\+(?P<u>[^\\\s'\"]+)")),
+    (("Users\\", "users\\", "USERS\\"), re.compile(r"(?i)\b[A-Z]:\\+Users\\+(?P<u>[^\\\s'\"]+)")),
     (("~",), re.compile(r"(?<![\w/])~(?P<u>[a-z_][\w\-]*)/")),
-    (("USER", "LOGNAME"), re.compile(r"\b(?:USER|LOGNAME|USERNAME|SUDO_USER)=['\"]?(?P<u>[A-Za-z_][\w.\-]*)")),
-    (("@",), re.compile(r"(?<![\w.\-])(?P<u>[a-z_][\w\-]*)@[A-Za-z][\w.\-]*:[~/]")),
+    (("USER", "LOGNAME"), re.compile(r"(?:USER|LOGNAME|USERNAME|SUDO_USER)=['\"]?(?P<u>[A-Za-z_][\w.\-]*)")),
 )
+_PROMPT = re.compile(r"@[A-Za-z][\w.\-]*:[~/]")
+_PROMPT_USER = re.compile(r"(?<![\w.\-])[a-z_][\w\-]*\Z")
 _JOB_CONTEXTS = (
     ("job", re.compile(r"\b(?:SLURM_JOB_ID|SLURM_JOBID|SLURM_ARRAY_JOB_ID|JobId|JOB_ID|job_id)['\"]?\s*[=:]\s*['\"]?(?P<j>\d+)")),
     ("job", re.compile(r"\bslurm-(?P<j>\d+)(?:_\d+)?\.(?:out|err)\b")),
@@ -229,7 +235,7 @@ def secrets(text: str) -> Iterator[Span]:
         yield m.start("v"), m.end("v"), "secret", m["v"]
     for m in _WANDB.finditer(text) if _any_in(("wandb", "WANDB"), text) else ():
         yield m.start("v"), m.end("v"), "wandb-key", m["v"]
-    for m in _ASSIGNED.finditer(text.lower() if text.isascii() else text.translate(_LOWER)) if _any_in(_ASSIGNED_NEEDLES, text) else ():
+    for m in _ASSIGNED.finditer(_lowered(text)) if _any_in(_ASSIGNED_NEEDLES, text) else ():
         g = "q" if m["q"] is not None else "v"
         v = text[m.start(g):m.end(g)]
         code = _DOTTED.fullmatch(v) or text[m.end(g):m.end(g) + 1] == "("  # authkey=process.current_process()
@@ -264,14 +270,21 @@ def _ip_ok(s: str) -> bool:
 
 def shapes(text: str) -> Iterator[Span]:
     """E-mail, IP addresses, host names with a domain."""
-    for m in _EMAIL.finditer(text) if "@" in text else ():
-        if m["tld"].lower() not in _FILE_SUFFIXES and not m[0].lower().endswith(("@example.invalid", "@example.com")):
-            yield m.start(), m.end(), "email", m[0]
+    for m in _EMAIL_AT.finditer(text) if "@" in text else ():
+        local = _tail(_EMAIL_LOCAL, text, m.start(), 80)
+        if local is None:
+            continue
+        if m["tld"].lower() not in _FILE_SUFFIXES and m[0].lower() not in ("@example.invalid", "@example.com"):
+            yield local.start(), m.end(), "email", text[local.start():m.end()]
     for m in _IPV4.finditer(text):
+        if m.start() and (text[m.start() - 1].isalnum() or text[m.start() - 1] in "._"):
+            continue
         if all(int(p) <= 255 for p in m[0].split(".")) and _ip_ok(m[0]):
             yield m.start(), m.end(), "ipv4", m[0]
     for m in _IPV6.finditer(text) if "::" in text or _FULL_V6.search(text) else ():
         s = m[0]
+        if "::" not in s and s.count(":") < 7:
+            continue  # 10:00:00 and its kin
         groups = [g for g in s.split(":") if g]
         if (len(groups) >= 3 or (s.startswith("fe80") and len(groups) >= 2)) and _ip_ok(s) and not s.lower().startswith("2001:db8:"):
             yield m.start(), m.end(), "ipv6", s
@@ -290,14 +303,21 @@ def _name_ok(s: str) -> bool:
 
 def contexts(text: str, job_ids: bool = False) -> Iterator[Span]:
     """Host, user and job names by where they stand."""
-    for needles, rx in _HOST_CONTEXTS:
+    for needles, how, rx, tail in _HOST_CONTEXTS:
         if not _any_in(needles, text):
             continue
-        for m in rx.finditer(text):
-            g = "h" if m["h"] is not None else "h2"
-            h = m[g].rstrip(".")
+        for m in rx.finditer(_lowered(text) if how == "lower" else text):
+            if how == "tail":  # the name is what stands right before the literal found
+                t = _tail(tail, text, m.start())
+                if t is None:
+                    continue
+                start, end = t.start(), t.end()
+            else:
+                g = "h" if m["h"] is not None else "h2"
+                start, end = m.start(g), m.end(g)
+            h = text[start:end].rstrip(".")
             if _name_ok(h) and not _looks_ip(h) and h.rsplit(".", 1)[-1].lower() not in _FILE_SUFFIXES:
-                yield m.start(g), m.start(g) + len(h), "host", h
+                yield start, start + len(h), "host", h
     for needles, rx in _USER_CONTEXTS:
         if not _any_in(needles, text):
             continue
@@ -305,6 +325,10 @@ def contexts(text: str, job_ids: bool = False) -> Iterator[Span]:
             u = m["u"]
             if _name_ok(u):
                 yield m.start("u"), m.end("u"), "user", u
+    for m in _PROMPT.finditer(text) if "@" in text else ():  # alice@gpu-node-3:~$
+        t = _tail(_PROMPT_USER, text, m.start(), 64)
+        if t is not None and _name_ok(t[0]):
+            yield t.start(), t.end(), "user", t[0]
     if job_ids:
         for kind, rx in _JOB_CONTEXTS:
             for m in rx.finditer(text):
@@ -312,9 +336,33 @@ def contexts(text: str, job_ids: bool = False) -> Iterator[Span]:
                     yield m.start("j"), m.end("j"), kind, m["j"]
 
 
-def _any_in(needles: tuple[str, ...], text: str) -> bool:
+def _any_in(needles: "tuple[str, ...] | re.Pattern[str]", text: str) -> bool:
     """A cheap test first: most texts hold none of a pattern's literals."""
+    if isinstance(needles, re.Pattern):
+        return needles.search(text) is not None
     return any(n in text for n in needles)
+
+
+_last_lowered: list = [None, None]
+
+
+def _lowered(text: str) -> str:
+    """``text`` with ASCII letters in lower case and every offset kept: case-insensitive
+    patterns ((?i) alternations are slow in re) run on it, case-sensitively."""
+    if _last_lowered[0] is text:
+        return _last_lowered[1]
+    low = text.lower()
+    if len(low) != len(text):  # a character that lowers to two (İ): only ASCII then
+        low = text.translate(_LOWER)
+    _last_lowered[:] = [text, low]
+    return low
+
+
+def _tail(rx: "re.Pattern[str]", text: str, end: int, width: int = 200) -> "re.Match[str] | None":
+    """``rx`` (ending in \\Z) matched on the text just before ``end``: a name found from the
+    literal that follows it (``:pid:tid [dev]``, ``@``, ``:port``) rather than tried at
+    every position of the text."""
+    return rx.search(text, max(0, end - width), end)
 
 
 def _looks_ip(s: str) -> bool:

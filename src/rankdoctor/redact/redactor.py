@@ -91,8 +91,8 @@ class Redactor:
         everywhere = [v for v, k in self.seen.items() if self._everywhere(v, k)]
         # names end where a name does (node1 is not in node12, nor in my-node1); a secret is
         # found wherever it stands (worker-<id>*out), between letters and digits only
-        self._global = _literal_pattern([v for v in everywhere if self.seen[v] in _GLOBAL_KINDS], r"[\w\-]")
-        self._global_secrets = _literal_pattern([v for v in everywhere if self.seen[v] not in _GLOBAL_KINDS], r"[A-Za-z0-9]")
+        self._global = _literal_pattern([v for v in everywhere if self.seen[v] in _GLOBAL_KINDS], _NAME_CHAR)
+        self._global_secrets = _literal_pattern([v for v in everywhere if self.seen[v] not in _GLOBAL_KINDS], _ALNUM)
         self._sealed = True
 
     def _everywhere(self, value: str, kind: str) -> bool:
@@ -151,9 +151,9 @@ class Redactor:
     def _apply(self, text: str, marks: list[tuple[int, int, str, str]] | None) -> str:
         memo = self._memo.pop(hash(text), None) if len(text) > 256 else None
         spans = list(self._spans(text)) if memo is None else list(memo)
-        for rx in (self._global, self._global_secrets):
+        for rx, inside in ((self._global, _NAME_CHAR), (self._global_secrets, _ALNUM)):
             if rx is not None:
-                spans.extend((m.start(), m.end(), self.seen[m[0]], m[0]) for m in rx.finditer(text))
+                spans.extend((m.start(), m.end(), self.seen[m[0]], m[0]) for m in _bounded(rx, inside, text))
         if not spans:
             return text
         spans.sort(key=lambda s: (s[0], -(s[1] - s[0])))
@@ -219,7 +219,23 @@ def _strings(obj: Any) -> Iterable[str]:
             stack.extend(o)
 
 
-def _literal_pattern(words: list[str], inside: str) -> re.Pattern[str] | None:
+_NAME_CHAR = re.compile(r"[\w\-]")  # a name ends where these do: node1 is not in node12 nor my-node1
+_ALNUM = re.compile(r"[A-Za-z0-9]")  # a secret is found wherever it stands (worker-<id>*out)
+
+
+def _bounded(rx: re.Pattern[str], inside: re.Pattern[str], text: str):
+    """The matches of ``rx`` not preceded by a character of ``inside`` (checked here, not by
+    a lookbehind in front of the pattern: that would be tried at every position)."""
+    pos = 0
+    while (m := rx.search(text, pos)) is not None:
+        if m.start() and inside.match(text, m.start() - 1):
+            pos = m.start() + 1
+            continue
+        yield m
+        pos = m.end()
+
+
+def _literal_pattern(words: list[str], inside: re.Pattern[str]) -> re.Pattern[str] | None:
     """One pattern for many literals, as a trie (an alternation of thousands of words would
     be tried one by one at every position), bounded so that ``node1`` is not found inside
     ``node12``."""
@@ -240,4 +256,4 @@ def _literal_pattern(words: list[str], inside: str) -> re.Pattern[str] | None:
         body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
         return f"(?:{body})?" if end else body
 
-    return re.compile(f"(?<!{inside})" + build(trie) + f"(?!{inside})")
+    return re.compile(build(trie) + f"(?!{inside.pattern})")
