@@ -325,3 +325,31 @@ def test_flight_recorder_dumps_given_with_fr_are_redacted_copies_too():
     assert (rtop.entry, rtop.klass, rtop.initiating_ranks) == (top.entry, top.klass, top.initiating_ranks)
     sources = {e.source for f in red.diagnoses for e in f.evidence}
     assert sources and all(s.startswith(str(case)) for s in sources), sources  # shown as the inputs, not the copies
+
+
+# lines whose every character the diagnosis may read (formats from the scenario corpus)
+INTACT = [
+    "[rank3]:[E1202 00:08:28.533000 140 torch/distributed/c10d.py:123] Watchdog caught collective operation timeout: "
+    "WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran for 600037 milliseconds before timing out.",
+    "[default3]:2026-11-30 05:30:51,079 WARNING train: rank 3: last enqueued work: 8, last completed work: 7",
+    "3: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of 79.15 GiB",
+    "[1,3]<stderr>: NCCL WARN Duplicate GPU detected : rank 3 and rank 1 both on CUDA device 3b000",
+    "[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered at 0x7f3a2b4c5d6e (busId 1b000)",
+    "2026-09-17T13:40:02.123456Z [rank: 3] Exception raised from c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout",
+    "torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -9) local_rank: 3 (pid: 4242) of binary: /usr/bin/python3",
+]
+
+
+def test_what_the_diagnosis_reads_is_left_alone():
+    from rankdoctor.ingest.prefix import parse_prefix
+
+    red = new_redactor()
+    nccl = "gpu-q-49:12345:12399 [3] NCCL INFO Channel 00/02 : 0[3] -> 1[3] via P2P/IPC"
+    for t in [*INTACT, nccl]:
+        red.learn(t)
+    red.seal()
+    assert [red.apply(t) for t in INTACT] == INTACT
+    got = red.apply(nccl)
+    assert got == "host-1:12345:12399 [3] NCCL INFO Channel 00/02 : 0[3] -> 1[3] via P2P/IPC"
+    before, after = parse_prefix(nccl)[0], parse_prefix(got)[0]
+    assert (after.host, after.pid, after.device) == ("host-1", before.pid, before.device)
