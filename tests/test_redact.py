@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from rankdoctor import schemas
 from rankdoctor.redact import new_redactor
 
 from .conftest import SCENARIOS, run_cli
@@ -153,6 +154,7 @@ def test_seeded_secrets_do_not_survive_redact(seeded, tmp_path, capsys):
     r = run_cli("redact", str(root), "-o", str(out), "--format", "json", "--job-ids")
     assert r.returncode == 0, r.stderr.decode()
     doc = json.loads(r.stdout)
+    schemas.validate("redact", doc)
     assert doc["written"] and not doc["skipped"]
     text = _all_text(out)
     left = _survivors(kinds, text)

@@ -528,12 +528,12 @@ def serve(
 
 @app.command()
 def schema(
-    name: str = typer.Argument(..., help="diagnosis, fr or stacks."),
+    name: str = typer.Argument(..., help="diagnosis, fr, stacks or redact."),
 ) -> None:
     """Print the JSON Schema of a document rankdoctor writes.
 
-    diagnosis (rankdoctor.diagnosis/v1, `diagnose --format json`), fr (rankdoctor.fr/v1) or
-    stacks (rankdoctor.stacks/v1).
+    diagnosis (rankdoctor.diagnosis/v1, `diagnose --format json`), fr (rankdoctor.fr/v1),
+    stacks (rankdoctor.stacks/v1) or redact (rankdoctor.redact/v1).
     """
     import json
 

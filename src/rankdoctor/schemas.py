@@ -4,6 +4,7 @@ their JSON Schema, and the tests validate every output against them.
 - rankdoctor.diagnosis/v1: `rankdoctor diagnose --format json` (Diagnosis.to_json)
 - rankdoctor.fr/v1: `rankdoctor fr --format json` (FRReport.to_json)
 - rankdoctor.stacks/v1: `rankdoctor stacks --format json`
+- rankdoctor.redact/v1: `rankdoctor redact --format json`
 """
 
 from __future__ import annotations
@@ -125,7 +126,18 @@ class StacksDoc(TypedDict):
     skipped: list[str]
 
 
-DOCUMENTS: dict[str, Any] = {"diagnosis": DiagnosisDoc, "fr": FRDoc, "stacks": StacksDoc}
+@with_config(_CLOSED)
+class RedactDoc(TypedDict):
+    """rankdoctor.redact/v1"""
+
+    schema: Literal["rankdoctor.redact/v1"]
+    output: str
+    written: Annotated[list[str], Field(description="the redacted copies, under output")]
+    skipped: Annotated[list[str], Field(description="inputs not copied, each with why (binary data, unreadable)")]
+    replaced: Annotated[dict[str, Annotated[int, Field(ge=0)]], Field(description="replacements made, by kind (host, ipv4, hf-token, ...)")]
+
+
+DOCUMENTS: dict[str, Any] = {"diagnosis": DiagnosisDoc, "fr": FRDoc, "stacks": StacksDoc, "redact": RedactDoc}
 
 
 def adapter(name: str) -> TypeAdapter:
