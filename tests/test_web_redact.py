@@ -4,15 +4,44 @@ report) holds the pseudonyms and none of the originals; unticked, the lines go a
 
 from __future__ import annotations
 
+import tempfile
+
 import pytest
 
 from .test_timeline import OOM, WATCHDOG
-from .test_web_browser import CHROMIUM, browser_context, page, server  # noqa: F401 - fixtures
+from .test_web_browser import ARGS, CHROMIUM, guarded, serving
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(not CHROMIUM.exists(), reason="Chromium is not installed at /usr/bin/chromium (`make test` installs it with apt-get)"),
 ]
+sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (pip install -e '.[test]')")
+
+
+@pytest.fixture(scope="module")
+def server(kb):
+    from rankdoctor.web.app import create_app
+
+    with serving(create_app(kb)) as (base, _):
+        yield base
+
+
+@pytest.fixture(scope="module")
+def browser_context():
+    with tempfile.TemporaryDirectory(prefix="rankdoctor-chromium-") as profile, sync_api.sync_playwright() as pw:
+        ctx = pw.chromium.launch_persistent_context(profile, executable_path=str(CHROMIUM), headless=True, args=ARGS)
+        ctx.set_default_timeout(20_000)
+        yield ctx
+        ctx.close()
+
+
+@pytest.fixture()
+def page(browser_context, server):
+    """A page that may only talk to the app (anything else fails the test)."""
+    p = browser_context.new_page()
+    with guarded(p, server):
+        yield p
+        p.close()
 
 HOST = "gpu-dgx-417"
 TOKEN = "hf_" + "QmXkVbTrWnLpZsYcDfGhJkAeRtUiOpLkJh"
