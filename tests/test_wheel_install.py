@@ -193,3 +193,13 @@ def test_lsp_from_the_wheel(installed):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_redact_from_the_wheel(installed):
+    """detect-secrets comes with the wheel's dependencies; the redacted run diagnoses the same."""
+    venv, work = installed
+    r = _run(installed, "redact", "run", "job.log", "-o", "shareable")
+    assert r.returncode == 0, r.stderr.decode()
+    assert (work / "shareable" / "job.log").is_file() and (work / "shareable" / "run" / "fr").is_dir()
+    r = _run(installed, "diagnose", "job.log", "--redact", "--format", "json")
+    assert r.returncode == 1 and json.loads(r.stdout)["diagnoses"][0]["initiating_rank"] == 2

@@ -124,6 +124,8 @@ def diagnose(
     save: bool = typer.Option(False, "--save/--no-save", help="Save this diagnosis to the local incident history (rankdoctor history); `save = true` in rankdoctor.toml makes it the default."),
     job: Optional[str] = typer.Option(None, "--job", metavar="NAME", help="Job name to save it under (default: from the first input's name)."),
     db: Optional[Path] = typer.Option(None, "--db", metavar="FILE", help="Incident history file (default: $RANKDOCTOR_HOME/history.sqlite3, else the user data folder)."),
+    redact: bool = typer.Option(False, "--redact", help="Diagnose redacted copies: hosts, addresses, user names, e-mails and secrets in the report become consistent pseudonyms (host-3)."),
+    redact_job_ids: bool = typer.Option(False, "--redact-job-ids", help="With --redact: replace SLURM job ids and Kubernetes pod names too."),
 ) -> None:
     """Diagnose a failed or hung distributed run from its logs.
 
@@ -155,7 +157,14 @@ def diagnose(
         return scan_parallel(None, sources, jobs=jobs, progress=bars[-1], scanner=scanner, meanwhile=_loader(load))
 
     try:
-        result, scan, dumps = diagnose_paths(load, paths, scan_with_progress, fr)
+        if redact or redact_job_ids:
+            from .redact import new_redactor
+            from .redact.session import diagnose_redacted
+
+            result, scan, dumps, _ = diagnose_redacted(
+                paths, fr, new_redactor(redact_job_ids), lambda p, f: diagnose_paths(load, p, scan_with_progress, f))
+        else:
+            result, scan, dumps = diagnose_paths(load, paths, scan_with_progress, fr)
     except (InputError, DumpError) as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
@@ -552,13 +561,13 @@ def serve(
 
 @app.command()
 def schema(
-    name: str = typer.Argument(..., help="diagnosis, fr, stacks, incident or compare."),
+    name: str = typer.Argument(..., help="diagnosis, fr, stacks, incident, compare or redact."),
 ) -> None:
     """Print the JSON Schema of a document rankdoctor writes.
 
     diagnosis (rankdoctor.diagnosis/v1, `diagnose --format json`), fr (rankdoctor.fr/v1),
     stacks (rankdoctor.stacks/v1), incident (rankdoctor.incident/v1, a line of `history
-    export`) or compare (rankdoctor.compare/v1).
+    export`), compare (rankdoctor.compare/v1) or redact (rankdoctor.redact/v1).
     """
     import json
 
@@ -762,6 +771,8 @@ def compare(
 
         compare_text(c, Console(highlight=False, width=None if sys.stdout.isatty() else PIPED_WIDTH))
     raise typer.Exit(c.exit_code)
+
+
 @app.command()
 def lsp(
     entries: Optional[Path] = typer.Option(None, "--entries", help="Use another knowledge-base directory.", hidden=True),
@@ -775,6 +786,42 @@ def lsp(
     from .lsp.server import serve_stdio
 
     serve_stdio(str(entries) if entries is not None else None)
+
+
+@app.command("redact")
+def redact_cmd(
+    paths: list[str] = typer.Argument(..., metavar="PATH", help="Log files and folders (a run's logs, Flight Recorder dumps); .gz/.zst and archives are written unpacked."),
+    out: Path = typer.Option(..., "--output", "-o", metavar="OUT", help="A new (or empty) folder for the redacted copies; never inside an input."),
+    job_ids: bool = typer.Option(False, "--job-ids", help="Replace SLURM job ids and Kubernetes pod names too."),
+    fmt: Format = typer.Option(Format.text, "--format", "-f", help="text or json (what was written, skipped and replaced)."),
+) -> None:
+    """Copy logs with hosts, addresses, users and secrets pseudonymized.
+
+    Each value gets one pseudonym across all files (host-3 everywhere), so the copies
+    diagnose as the originals do. The inputs are only read. Exit status: 0 done, 2 input error.
+    """
+    _text_or_json(fmt, "redact")
+    from .ingest.sources import InputError
+    from .redact import new_redactor, redact_paths
+
+    if "-" in paths:
+        _fail("redact reads files and folders, not stdin; save the stream to a file first")
+    try:
+        done = redact_paths(paths, out, new_redactor(job_ids))
+    except InputError as exc:
+        _fail(str(exc))
+    except OSError as exc:
+        _fail(f"{out}: cannot write: {exc.strerror or exc}")
+    if fmt is Format.json:
+        import json
+
+        typer.echo(json.dumps({"schema": "rankdoctor.redact/v1", "output": str(out), "written": [str(p) for p in done.written],
+                               "skipped": done.skipped, "replaced": done.replaced}, indent=2))
+        return
+    kinds = ", ".join(f"{n} {k}" for k, n in done.replaced.items()) or "nothing"
+    typer.echo(f"wrote {len(done.written)} redacted file(s) to {out}/; replaced {kinds}")
+    for line in done.skipped:
+        typer.echo(f"skipped: {line}")
 
 
 def main() -> None:

@@ -6,6 +6,7 @@ their JSON Schema, and the tests validate every output against them.
 - rankdoctor.stacks/v1: `rankdoctor stacks --format json`
 - rankdoctor.incident/v1: a line of `rankdoctor history export` (and what `import` reads)
 - rankdoctor.compare/v1: `rankdoctor compare A B --format json`
+- rankdoctor.redact/v1: `rankdoctor redact --format json`
 """
 
 from __future__ import annotations
@@ -208,8 +209,22 @@ class CompareDoc(TypedDict):
     rank_changes: list[RankChangeDoc]
 
 
+
+@with_config(_CLOSED)
+class RedactDoc(TypedDict):
+    """rankdoctor.redact/v1"""
+
+    schema: Literal["rankdoctor.redact/v1"]
+    output: str
+    written: Annotated[list[str], Field(description="the redacted copies, under output")]
+    skipped: Annotated[list[str], Field(description="inputs not copied, each with why (binary data, unreadable)")]
+    replaced: Annotated[dict[str, Annotated[int, Field(ge=0)]], Field(description="replacements made, by kind (host, ipv4, hf-token, ...)")]
+
+
+
+
 DOCUMENTS: dict[str, Any] = {"diagnosis": DiagnosisDoc, "fr": FRDoc, "stacks": StacksDoc, "incident": IncidentDoc,
-                             "compare": CompareDoc}
+                             "compare": CompareDoc, "redact": RedactDoc}
 
 
 def adapter(name: str) -> TypeAdapter:

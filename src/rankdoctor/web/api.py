@@ -88,6 +88,23 @@ def make_router(state: AppState) -> APIRouter:
         head = json.dumps({"id": rid, "url": f"/report/{rid}", "download": f"/report/{rid}/download"}, separators=(",", ":"))
         return Response(head[:-1].encode() + b',"diagnosis":' + outcome.json + b"}", status_code=201, media_type="application/json")
 
+    @api.post("/redact", summary="Redact lines before they are sent", responses={400: {"description": "not a list of files with lines"}})
+    async def redact_lines(request: Request) -> dict:
+        """`{"files": [{"name": "rank_3.log", "lines": ["...", ...]}]}` with host names,
+        addresses, user names, e-mails and secrets replaced by pseudonyms consistent across
+        the files (`host-3`), `marks` saying where (`[start, end, kind, original]` per line)
+        and `replaced` how many of each kind. The diagnose page shows this before it sends."""
+        from starlette.concurrency import run_in_threadpool
+
+        from ..redact.selection import redact_selection
+
+        try:
+            doc = json.loads(await request.body())
+            files = [(str(f["name"]), [str(x) for x in f["lines"]]) for f in doc["files"]]
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+            raise HTTPException(400, f"not a list of files with lines ({type(exc).__name__})") from None
+        return await run_in_threadpool(redact_selection, files, bool(doc.get("job_ids")))
+
     @api.get("/entries", summary="List the encyclopedia entries")
     def list_entries(klass: str | None = Query(None, alias="class"), system: str | None = None) -> list[dict]:
         """Every entry (id, title, class, severity, systems, tags, summary); filter with

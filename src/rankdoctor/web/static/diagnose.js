@@ -10,6 +10,8 @@
   var prepared = [];     // {name, bytes, lines, kept: [[n, text, hit]], off: Set, full: [lines]|null, binary}
   var patterns = null;
   var generation = 0;
+  var redacted = null;   // {key, files: [{name, byLine: Map(n -> [text, marks])}], replaced} for the current selection
+  var redactKey = null;  // the selection a redaction was last asked for
 
   // -- patterns ---------------------------------------------------------------------
   function compile(list) {
@@ -134,6 +136,68 @@
   // -- showing what will be sent ------------------------------------------------------
   function esc(s) { return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;"); }
   function sendAll() { return $("send-all").checked && !$("send-all").disabled; }
+  function redactOn() { return $("redact").checked; }
+
+  // -- redaction: the server redacts the selection (one redactor, the one the tests hold
+  // to 0 leaks); the preview shows its answer, and the same answer is what gets sent ------
+  function selection() {
+    var all = sendAll(), out = [];
+    prepared.forEach(function (f, fi) {
+      if (f.error || f.binary) { return; }
+      var chosen = all ? f.full.map(function (t, i) { return [i + 1, t]; }) : f.kept.filter(function (k) { return !f.off.has(k[0]); });
+      if (!chosen.length) { return; }
+      out.push({ fi: fi, f: f, name: f.name, numbers: all ? null : chosen.map(function (k) { return k[0]; }), lines: chosen.map(function (k) { return k[1]; }) });
+    });
+    return out;
+  }
+  function keyOf(sel) { return JSON.stringify(sel.map(function (s) { return [s.fi, s.name, s.numbers, s.lines.length]; })); }
+  function askRedaction(sel) {
+    var headers = { "Content-Type": "application/json" };
+    headers[cfg.tokenHeader] = cfg.token;
+    var body = JSON.stringify({ files: sel.map(function (s) { return { name: s.name, lines: s.lines }; }) });
+    return fetch("/api/redact", { method: "POST", body: body, headers: headers }).then(function (r) {
+      if (!r.ok) { throw new Error("could not redact the selection (" + r.status + ")"); }
+      return r.json();
+    }).then(function (doc) {
+      var files = [];
+      sel.forEach(function (s, i) {
+        var byLine = new Map(), d = doc.files[i];
+        d.lines.forEach(function (t, j) { byLine.set(s.numbers ? s.numbers[j] : j + 1, [t, d.marks[j]]); });
+        files[s.fi] = { name: d.name, lines: d.lines, byLine: byLine };
+      });
+      return { key: keyOf(sel), files: files, replaced: doc.replaced };
+    });
+  }
+  function refreshRedaction() {
+    if (!redactOn()) { redacted = null; redactKey = null; return; }
+    var sel = selection(), key = keyOf(sel);
+    if (key === redactKey) { return; }
+    redactKey = key;
+    if (!sel.length) { redacted = null; return; }
+    askRedaction(sel).then(function (r) {
+      if (r.key !== redactKey) { return; }  // the selection changed meanwhile
+      redacted = r; render();
+    }).catch(function (err) { status(String(err.message || err), true); });
+  }
+  function marked(text, marks) {
+    var out = "", pos = 0;
+    (marks || []).forEach(function (m) {
+      out += esc(text.slice(pos, m[0])) + '<mark class="red" title="' + esc(m[2] + ": " + m[3]).replace(/"/g, "&quot;") + '">' + esc(text.slice(m[0], m[1])) + "</mark>";
+      pos = m[1];
+    });
+    return out + esc(text.slice(pos));
+  }
+  function lineHtml(fi, n, raw, on) {
+    var r = on && redactOn() && redacted && redacted.files[fi] && redacted.files[fi].byLine.get(n);
+    return r ? marked(r[0], r[1]) : esc(raw);
+  }
+  function redactNote() {
+    if (!redactOn()) { return "Redaction is off: the lines are sent as they are."; }
+    if (!redacted || redacted.key !== keyOf(selection())) { return "Redacting the selection…"; }
+    var kinds = Object.keys(redacted.replaced);
+    if (!kinds.length) { return "Redaction is on: nothing private found in the selection."; }
+    return "Redaction is on: replaced " + kinds.map(function (k) { return redacted.replaced[k] + " " + k; }).join(", ") + " (highlighted; hover one for the original).";
+  }
   function blocks(kept) {
     var out = [], cur = null;
     kept.forEach(function (k) {
@@ -166,7 +230,7 @@
           var on = !f.off.has(k[0]);
           if (on) { sent++; }
           html.push('<label class="ln' + (k[2] ? " hit" : "") + (on ? "" : " off") + '"><input type="checkbox" data-file="' + fi + '" data-line="' + k[0] + '"' +
-            (on ? " checked" : "") + '><span class="no">' + k[0] + "</span><code>" + esc(k[1]) + "</code></label>");
+            (on ? " checked" : "") + '><span class="no">' + k[0] + "</span><code>" + lineHtml(fi, k[0], k[1], on) + "</code></label>");
         });
         html.push("</div>");
         prev = b[b.length - 1][0];
@@ -175,6 +239,8 @@
       html.push("</div>");
     });
     box.innerHTML = html.join("");
+    refreshRedaction();
+    $("redact-note").textContent = redactNote();
     var small = prepared.every(function (f) { return f.full; });
     $("send-all").disabled = !small;
     $("send-all-note").textContent = small ? "(small logs only)" : "(only for logs under " + kb(cfg.sendAllLimit) + ")";
@@ -202,6 +268,7 @@
     render();
   });
   $("send-all").addEventListener("change", render);
+  $("redact").addEventListener("change", render);
 
   // -- inputs -------------------------------------------------------------------------
   function status(text, error) { var s = $("status"); s.textContent = text || ""; s.className = "status" + (error ? " error" : ""); }
@@ -297,37 +364,37 @@
     });
     return runs;
   }
-  $("diagnose").addEventListener("click", function () {
-    var form = new FormData(), meta = { files: [] }, size = 0, all = sendAll();
-    prepared.forEach(function (f) {
-      if (f.error || f.binary) { return; }
-      var lines, numbers;
-      if (all) {
-        lines = f.full; numbers = null;
-      } else {
-        var chosen = f.kept.filter(function (k) { return !f.off.has(k[0]); });
-        if (!chosen.length) { return; }
-        lines = chosen.map(function (k) { return k[1]; });
-        numbers = chosen.map(function (k) { return k[0]; });
-      }
+  function send(sel, red) {
+    var form = new FormData(), meta = { files: [] }, size = 0;
+    sel.forEach(function (s) {
+      var rf = red && red.files[s.fi];
+      var name = rf ? rf.name : s.name, lines = rf ? rf.lines : s.lines;
       var blob = new Blob([lines.join("\n") + "\n"], { type: "text/plain" });
       size += blob.size;
-      form.append("files", blob, f.name);
-      meta.files.push({ name: f.name, lines: f.lines, bytes: f.bytes, runs: numbers ? runsOf(numbers) : [[1, f.lines]] });
+      form.append("files", blob, name);
+      meta.files.push({ name: name, lines: s.f.lines, bytes: s.f.bytes, runs: s.numbers ? runsOf(s.numbers) : [[1, s.f.lines]] });
     });
-    if (!meta.files.length) { status("nothing selected to send", true); return; }
-    if (size > cfg.maxUploadBytes) { status("the selection is " + kb(size) + ", over the server's limit of " + kb(cfg.maxUploadBytes) + ": untick some lines", true); return; }
+    if (size > cfg.maxUploadBytes) { throw new Error("the selection is " + kb(size) + ", over the server's limit of " + kb(cfg.maxUploadBytes) + ": untick some lines"); }
     form.append("meta", JSON.stringify(meta));
-    $("diagnose").disabled = true;
     status("diagnosing " + kb(size) + "…");
     var headers = {};
     headers[cfg.tokenHeader] = cfg.token;  // the server refuses a browser's POST without this page's token
-    fetch("/api/reports", { method: "POST", body: form, headers: headers }).then(function (r) {
+    return fetch("/api/reports", { method: "POST", body: form, headers: headers }).then(function (r) {
       return r.json().catch(function () { return { detail: "the server answered " + r.status }; }).then(function (doc) {
         if (!r.ok) { throw new Error(doc.detail || ("the server answered " + r.status)); }
         return doc;
       });
-    }).then(function (doc) { window.location.href = doc.url; })
+    });
+  }
+  $("diagnose").addEventListener("click", function () {
+    var sel = selection();
+    if (!sel.length) { status("nothing selected to send", true); return; }
+    $("diagnose").disabled = true;
+    // what is sent is what the preview shows: the selection, redacted by the server when
+    // redaction is on (asked again here, so a change made a moment ago is included)
+    var ready = redactOn() ? (redacted && redacted.key === keyOf(sel) ? Promise.resolve(redacted) : askRedaction(sel)) : Promise.resolve(null);
+    ready.then(function (red) { return send(sel, red); })
+      .then(function (doc) { window.location.href = doc.url; })
       .catch(function (err) { status(String(err.message || err), true); $("diagnose").disabled = false; });
   });
 
