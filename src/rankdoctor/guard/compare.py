@@ -59,7 +59,7 @@ def _settled(state: dict, now: float) -> str | None:
     """Why a rank will issue nothing more on its own, or None while it may still catch up."""
     if state.get("done"):
         return state["done"]  # "exited" / "final"
-    if now - state.get("t", now) >= GONE_AFTER:
+    if state.get("ready") and now - state.get("t", now) >= GONE_AFTER:
         return "stopped publishing"
     busy = [g.get("busy") for g in state.get("groups", {}).values() if g.get("busy") is not None]
     if busy and max(busy) >= 1.0:

@@ -65,17 +65,28 @@ class Guard:
         self._lock = threading.Lock()  # one poll at a time (side thread, atexit, final step)
         self._stop = threading.Event()
         self._closed = False
-        read_own_record()  # the first dump with frames is slow (seconds): pay it before training
-        self._publish({})
+        # torch's first dump of recorded Python frames imports torch._inductor (its frame
+        # symbolizer consults inductor's code cache): 2-4 s once on a plain DDP job, ~10 s on a
+        # loaded machine. Imported here, before training, so that no poll is that late.
+        import torch._inductor  # noqa: F401
+
+        self._publish({}, ready=False)
         self._thread = threading.Thread(target=self._run, name="rankdoctor-guard", daemon=True)
         self._thread.start()
         atexit.register(self.close)
 
     # -- one poll -------------------------------------------------------------------------
-    def poll(self) -> Divergence | None:
+    def poll(self, done: str | None = None) -> Divergence | None:
+        """One round; ``done`` ("exited", "final") marks this rank as issuing nothing more.
+
+        It is set under the lock, after the wait: a round already running read the recorder
+        before the rank's last collectives and must not publish that stale count as final.
+        """
         with self._lock:
             if self._closed:
                 return self.divergence
+            if done:
+                self.done = done
             new, in_flight, oldest = read_own_record(self.last_record)
             if self.last_record >= 0 and oldest > self.last_record + 1:
                 self.lost += oldest - self.last_record - 1
@@ -94,8 +105,8 @@ class Guard:
             self._publish(busy)
             return self._compare()
 
-    def _publish(self, busy: dict) -> None:
-        state = {"rank": self.rank, "t": time.time(), "done": self.done, "groups": {
+    def _publish(self, busy: dict, ready: bool = True) -> None:
+        state = {"rank": self.rank, "t": time.time(), "done": self.done, "ready": ready, "groups": {
             name: {"desc": t.desc, "n": t.n, "since": t.since, "busy": busy.get(name),
                    "w": list(t.window or [])}
             for name, t in self.tracks.items()}}
@@ -155,9 +166,8 @@ class Guard:
         """Last poll as the process leaves: a rank that exits can no longer catch up."""
         if self._stop.is_set():
             return
-        self.done = done
         try:
-            self.poll()
+            self.poll(done)
         except Exception:
             pass
         self._stop.set()
@@ -173,10 +183,9 @@ class Guard:
 
         Returns True when every rank got there and no divergence was found.
         """
-        self.done = "final"
         deadline = time.time() + timeout
         while time.time() < deadline:
-            self.poll()
+            self.poll("final")
             if self.report_seen:
                 return False
             states = self._states() or {}
