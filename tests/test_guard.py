@@ -139,3 +139,17 @@ def test_healthy_200_step_run_stays_silent(runs):
     assert run.guard_lines() == [], run.guard_lines()
     assert run.console.count("done") == 2
     assert not run.dumps.exists()
+
+
+def test_diagnose_names_the_guards_rank_at_the_top(runs):
+    import rankdoctor
+
+    out, started = runs
+    for name, (_, culprit, *_rest) in JOBS.items():
+        d = rankdoctor.diagnose([str(out / f"{name}.log")]).to_json()
+        if culprit is None:
+            assert d["verdict"] == "no-failure-found", (name, d["diagnoses"][:1])
+            continue
+        top = d["diagnoses"][0]
+        assert (top["entry"], top["initiating_rank"]) == ("guard-asymmetric-collective", culprit), (name, top)
+        print(f"{name}: diagnose -> {top['entry']} rank {top['initiating_rank']} confidence {top['confidence']}")
