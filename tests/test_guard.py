@@ -38,31 +38,44 @@ JOBS = {
     # In compiled code the recorded frame is the compiled region's first line: the function
     # itself (a collective traced into the graph) or the graph break the code resumes after.
     "compile_branch": (3, 1, line_of("if loss > 100.0", "def compile_branch"),
-                       line_of("dist.all_reduce(value)", "def mean_loss"),
-                       {"RANKDOCTOR_GUARD_ABORT": "1"}),
-    "shape_recompile": (3, 2, line_of("@torch.compile", "def shape_recompile"),
+                       line_of("dist.all_reduce(value)", "def mean_loss"), {}),
+    "shape_recompile": (2, 1, line_of("@torch.compile", "def shape_recompile"),
                         line_of("dist.all_reduce(value)", "def mean_loss"), {}),
     "uneven": (2, 1, None, line_of("loss.backward()", "def uneven"), {}),
     "extra_same_shape": (3, 1, line_of("dist.all_reduce(m)", "def extra_same_shape"),
                          line_of("dist.all_reduce(grad)", "def extra_same_shape"), {}),
-    "rank0_only": (3, 0, line_of("dist.all_reduce(val)", "def rank0_only"),
+    "rank0_only": (2, 0, line_of("dist.all_reduce(val)", "def rank0_only"),
                    line_of("dist.all_reduce(value)", "def mean_loss"), {}),
     "healthy": (2, None, None, None, {}),
 }
 DESYNC = re.compile(r"^rankdoctor guard: collective desync in group \S+ at collective #\d+: ranks? (\d+)")
 
 
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--rdzv-backend", "c10d", "--rdzv-endpoint", "localhost:0"]
+# compile_branch runs under `rankdoctor check` (guard, abort, dumps on); the others plain.
+CHECKED = {"compile_branch": ["--steps", "6"]}
+# `rankdoctor check` on a DataLoader job: clean as it is, asymmetric with --uneven batches.
+CHECKS = {"loader": [], "loader_uneven": ["--uneven"]}
+
+
 class Run:
     def __init__(self, name: str, out):
-        ranks, *_, env = JOBS[name]
-        self.name, self.lines, self.dumps = name, [], out / name / "fr"
-        env = {**os.environ, **env, "PYTHONUNBUFFERED": "1", "RANKDOCTOR_GUARD_DUMP_DIR": str(self.dumps),
+        self.name, self.lines, self.keep = name, [], out / name
+        env = {**os.environ, "PYTHONUNBUFFERED": "1",
                "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(ranks),
-             "--rdzv-backend", "c10d", "--rdzv-endpoint", "localhost:0", "--rdzv-id", name,
-             "-m", "rankdoctor.guard", str(TRAIN), name],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT)
+        check = [sys.executable, "-m", "rankdoctor.cli", "check", "--keep", str(self.keep)]
+        if name in CHECKS:
+            cmd = check + ["--steps", "6", *CHECKS[name], "--", *TORCHRUN, "--nproc-per-node", "2",
+                           str(ROOT / "tests" / "guard_jobs" / "loader.py")]
+        else:
+            ranks, *_, extra = JOBS[name]
+            env.update(extra, RANKDOCTOR_GUARD_DUMP_DIR=str(self.keep / "fr"))
+            job = [*TORCHRUN, "--nproc-per-node", str(ranks)]
+            if name in CHECKED:
+                cmd = check + CHECKED[name] + ["--", *job, str(TRAIN), name]
+            else:
+                cmd = job + ["-m", "rankdoctor.guard", str(TRAIN), name]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT)
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
@@ -80,13 +93,14 @@ class Run:
         self.console = "\n".join(text for _, text in self.lines) + "\n"
 
     def guard_lines(self) -> list[tuple[float, str]]:
-        return [(t, text) for t, text in self.lines if text.startswith("rankdoctor guard:")]
+        """The guard's lines, without torchrun's [defaultN]: prefix (--tee 3 under check)."""
+        return [(t, text[m.end():]) for t, text in self.lines if (m := re.match(r"(\[default\d+\]:)?(?=rankdoctor guard:)", text))]
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     out = tmp_path_factory.mktemp("guard")
-    started = {name: Run(name, out) for name in JOBS}
+    started = {name: Run(name, out) for name in [*JOBS, *CHECKS]}
     deadline = time.time() + 180
     for run in started.values():
         run.finish(deadline)
@@ -121,24 +135,42 @@ def test_how_the_collective_was_issued_is_named(runs):
     assert "(DDP bucket)" in started["uneven"].guard_lines()[0][1]
 
 
-def test_abort_exits_with_the_guard_code_and_dumps_the_flight_recorder(runs):
-    out, started = runs
+def test_check_stops_at_the_guards_report_with_status_1_and_dumps(runs):
+    _, started = runs
     run = started["compile_branch"]
-    assert run.proc.returncode != 0
-    assert re.search(r"exitcode\s*: 70 ", run.console), run.console[-3000:]
-    dumps = sorted(p.name for p in run.dumps.iterdir())
+    assert run.proc.returncode == 1, run.console[-3000:]
+    assert re.search(r"exitcode\s*: 70 ", run.console), run.console[-3000:]  # the guard's abort code
+    assert run.lines[-1][1].startswith("rankdoctor check: collective desync in group default_pg"), run.lines[-1]
+    dumps = sorted(p.name for p in (run.keep / "fr").iterdir())
     assert dumps and all(re.fullmatch(r"fr_trace_rank_\d", d) for d in dumps), dumps
-    r = run_cli("fr", str(run.dumps), "--format", "json")
+    r = run_cli("fr", str(run.keep / "fr"), "--format", "json")
     assert r.returncode in (0, 1, 3), r.stderr
 
 
+def test_check_passes_a_clean_job_after_n_steps(runs):
+    _, started = runs
+    run = started["loader"]
+    assert run.proc.returncode == 0, run.console[-3000:]
+    assert run.lines[-1][1] == "rankdoctor check: no asymmetric collective in 6 steps"
+    assert (run.keep / "console.log").is_file() and not (run.keep / "fr").exists()
+
+
+def test_check_uneven_batches_fail_the_gate_and_name_the_rank(runs):
+    _, started = runs
+    run = started["loader_uneven"]
+    last = run.lines[-1][1]
+    # On gloo the recompiled rank's extra all_reduce meets rank 0's DDP bucket at once and gloo
+    # aborts it before a poll can look; then the check reports the diagnosis of what is left.
+    assert run.proc.returncode in (1, 3), run.console[-3000:]
+    assert last.startswith("rankdoctor check: ") and ("(rank 1)" in last or "rank 1 issued" in last), last
+    print(f"loader --uneven: {last}")
 def test_healthy_200_step_run_stays_silent(runs):
     _, started = runs
     run = started["healthy"]
     assert run.proc.returncode == 0, run.console[-3000:]
     assert run.guard_lines() == [], run.guard_lines()
     assert run.console.count("done") == 2
-    assert not run.dumps.exists()
+    assert not (run.keep / "fr").exists()
 
 
 def test_diagnose_names_the_guards_rank_at_the_top(runs):

@@ -87,7 +87,7 @@ def shape_recompile(rank, world):
         return loss / n
 
     for i, (x, y) in enumerate(data(rank, 8)):
-        if rank == 2 and i == 3:
+        if rank == 1 and i == 3:
             x, y = x[:7], y[:7]
             inject("a partial batch (recompile)")
         loss = step(x, y)

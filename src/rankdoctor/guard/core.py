@@ -141,15 +141,19 @@ class Guard:
             print(found.line(), file=sys.stderr, flush=True)
             self.store.set("report", found.line())
         if self.opts.dump_dir:
-            os.makedirs(self.opts.dump_dir, exist_ok=True)
-            path = os.path.join(self.opts.dump_dir, f"fr_trace_rank_{self.rank}")
-            with open(path + ".tmp", "wb") as f:
-                f.write(dump_bytes())
-            os.replace(path + ".tmp", path)
+            self._dump()
         if self.opts.abort:
             sys.stderr.flush()
             sys.stdout.flush()
             os._exit(self.opts.abort_code)
+
+    def _dump(self) -> None:
+        """This rank's Flight Recorder record as fr_trace_rank_<rank> (`rankdoctor fr` reads it)."""
+        os.makedirs(self.opts.dump_dir, exist_ok=True)
+        path = os.path.join(self.opts.dump_dir, f"fr_trace_rank_{self.rank}")
+        with open(path + ".tmp", "wb") as f:
+            f.write(dump_bytes())
+        os.replace(path + ".tmp", path)
 
     def _run(self) -> None:
         while not self._stop.wait(self.opts.interval):
@@ -168,6 +172,8 @@ class Guard:
             return
         try:
             self.poll(done)
+            if self.opts.dump_dir and not self.report_seen and getattr(sys, "last_value", None) is not None:
+                self._dump()  # leaving on an uncaught exception: keep this rank's record too
         except Exception:
             pass
         self._stop.set()
