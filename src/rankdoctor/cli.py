@@ -588,7 +588,7 @@ def check(
     timeout: float = typer.Option(600.0, "--timeout", min=1.0, metavar="SECONDS", help="Stop the job after this long."),
     keep: Optional[Path] = typer.Option(None, "--keep", metavar="DIR", help="Keep the job's console log and Flight Recorder dumps here."),
 ) -> None:
-    """Pre-flight: run a torchrun job N steps with the collective guard on.
+    """Pre-flight: run a torchrun job N steps under the collective guard.
 
     Exit status 0 when no rank issued an asymmetric collective, 1 with the diagnosis, 3 when the job failed and nothing explains it. Run it in CI on every dependency change.
     """
