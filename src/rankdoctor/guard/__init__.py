@@ -49,6 +49,15 @@ def enable(group=None, *, interval: float | None = None, stall: float | None = N
         raise RuntimeError("rankdoctor.guard.enable() needs init_process_group() first")
     _ensure_flight_recorder()
     from rankdoctor.guard.core import Guard
+    from rankdoctor.guard.record import recorder_is_off
+
+    if recorder_is_off():
+        import sys
+
+        print("rankdoctor guard: not started: the Flight Recorder is off (TORCH_FR_BUFFER_SIZE was unset "
+              "when this rank's first collective ran); set TORCH_FR_BUFFER_SIZE=256 before it",
+              file=sys.stderr, flush=True)
+        return None
 
     opts = GuardOptions.from_env(interval=interval, stall=stall, abort=abort, dump_dir=dump_dir,
                                  sites=sites, steps=steps, window=window)

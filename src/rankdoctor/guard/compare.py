@@ -67,13 +67,19 @@ def _settled(state: dict, now: float) -> str | None:
     return None
 
 
-def _first_difference(groups: dict[int, dict], m: int) -> int:
+def _first_difference(groups: dict[int, dict], m: int, strict: bool = False) -> int | None:
+    """The first collective number whose texts differ; ``strict``: None when none does."""
     windows = {r: _window(g) for r, g in groups.items()}
-    lo = max(min(w) for w in windows.values() if w)
+    lo = max((min(w) for w in windows.values() if w), default=m)
     for seq in range(lo, m + 1):
-        if len({windows[r].get(seq, (None, None))[1] for r in windows}) > 1:
+        # A rank whose record skipped this collective (a gap) has no say about it.
+        if len({w[seq][1] for w in windows.values() if seq in w}) > 1:
             return seq
-    return lo  # differed before every rank's window: the earliest collective still visible
+    return None if strict else lo  # differed before every window: the earliest still visible
+
+
+def _having(groups: dict[int, dict], seq: int) -> dict[int, dict]:
+    return {r: g for r, g in groups.items() if seq in _window(g)} or groups
 
 
 def _partition(groups: dict[int, dict], seq: int, missing: str) -> list[tuple[tuple[int, ...], str]]:
@@ -116,9 +122,15 @@ def find_divergence(states: dict[int, dict], world: int, now: float, stall: floa
         m = min(g["n"] for g in members.values())
         hashes = {r: _window(g).get(m, (None,))[0] for r, g in members.items() if m > 0}
         comparable = {r: members[r] for r, h in hashes.items() if h is not None}
-        if len({hashes[r] for r in comparable}) > 1:
+        if len({g.get("base", 1) for g in comparable.values()}) > 1:
+            # Hash chains that start at different collectives cannot be compared: compare
+            # what the windows show, collective by collective.
+            seq = _first_difference(comparable, m, strict=True)
+            if seq is not None:
+                return _divergence(desc, seq, _partition(_having(comparable, seq), seq, "issued nothing"))
+        elif len({hashes[r] for r in comparable}) > 1:
             seq = _first_difference(comparable, m)
-            return _divergence(desc, seq, _partition(comparable, seq, "issued nothing"))
+            return _divergence(desc, seq, _partition(_having(comparable, seq), seq, "issued nothing"))
         ahead = {r for r, g in members.items() if g["n"] > m}
         behind = {r: states[r] for r in members if members[r]["n"] == m}
         if not ahead:

@@ -34,12 +34,17 @@ class _Track:
     desc: str
     n: int = 0
     cum: str = ""
+    base: int = 1  # the collective the hash chain starts at (later than 1 after a gap)
     since: float = 0.0
     window: collections.deque = None  # [seq, cumulative hash, text]
 
     def fold(self, c: Collective, sites: bool, size: int) -> None:
         if self.window is None:
             self.window = collections.deque(maxlen=size)
+        if c.seq != self.n + 1:
+            # Collectives this rank never saw (the ring overwrote them before a poll, or the
+            # guard started late): restart the chain; ranks with other bases compare texts.
+            self.base, self.cum = c.seq, ""
         text = c.describe(sites)
         self.cum = hashlib.blake2b(f"{self.cum}|{text}".encode(), digest_size=8).hexdigest()
         self.n = c.seq
@@ -65,6 +70,7 @@ class Guard:
         self._lock = threading.Lock()  # one poll at a time (side thread, atexit, final step)
         self._stop = threading.Event()
         self._closed = False
+        self._last_key, self._last_sent = None, 0.0
         # torch's first dump of recorded Python frames imports torch._inductor (its frame
         # symbolizer consults inductor's code cache): 2-4 s once on a plain DDP job, ~10 s on a
         # loaded machine. Imported here, before training, so that no poll is that late.
@@ -106,8 +112,16 @@ class Guard:
             return self._compare()
 
     def _publish(self, busy: dict, ready: bool = True) -> None:
-        state = {"rank": self.rank, "t": time.time(), "done": self.done, "ready": ready, "groups": {
-            name: {"desc": t.desc, "n": t.n, "since": t.since, "busy": busy.get(name),
+        # Half-second steps: a state that did not change is not sent again (it still is,
+        # every few seconds, as the heartbeat that tells a live rank from a gone one).
+        busy = {g: round(b * 2) / 2 for g, b in busy.items()}
+        key = (ready, self.done, tuple((n, t.n) for n, t in self.tracks.items()), tuple(sorted(busy.items())))
+        now = time.time()
+        if key == self._last_key and now - self._last_sent < 2.0:
+            return
+        self._last_key, self._last_sent = key, now
+        state = {"rank": self.rank, "t": now, "done": self.done, "ready": ready, "groups": {
+            name: {"desc": t.desc, "n": t.n, "base": t.base, "since": t.since, "busy": busy.get(name),
                    "w": list(t.window or [])}
             for name, t in self.tracks.items()}}
         self.store.set(f"s/{self.rank}", json.dumps(state, separators=(",", ":")))
@@ -156,9 +170,15 @@ class Guard:
         os.replace(path + ".tmp", path)
 
     def _run(self) -> None:
-        while not self._stop.wait(self.opts.interval):
+        wait = self.opts.interval
+        while not self._stop.wait(wait):
             try:
+                started = time.thread_time()
                 self.poll()
+                # Torch dumps the whole ring on every read: with a big buffer (torch's default
+                # is 2000 entries, ~25 ms of CPU a read) poll less often, at most ~2 % of one
+                # core. CPU time, not wall time: waiting on the store costs the job nothing.
+                wait = max(self.opts.interval, 50 * (time.thread_time() - started))
             except Exception as exc:  # a dead store (rank 0 gone) ends the guard, not the job
                 if not self._stop.is_set():
                     print(f"rankdoctor guard: stopped ({type(exc).__name__}: {exc})", file=sys.stderr, flush=True)

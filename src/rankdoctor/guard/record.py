@@ -121,3 +121,12 @@ def dump_bytes() -> bytes:
     from torch._C._distributed_c10d import _dump_fr_trace
 
     return _dump_fr_trace()
+
+
+def recorder_is_off() -> bool:
+    """Collectives ran but none was recorded: torch created the recorder with no buffer."""
+    from torch._C._distributed_c10d import _dump_fr_trace
+
+    dump = pickle.loads(_dump_fr_trace(True, False, False))
+    issued = any(int(s.get("last_enqueued_collective", -1)) > 0 for s in dump.get("pg_status", {}).values())
+    return issued and not dump.get("entries")
