@@ -71,6 +71,7 @@ class Guard:
         self._stop = threading.Event()
         self._closed = False
         self._last_key, self._last_sent = None, 0.0
+        self.cpu_seconds = 0.0  # CPU time of the side thread's polls (bench/guard.py reads it)
         # torch's first dump of recorded Python frames imports torch._inductor (its frame
         # symbolizer consults inductor's code cache): 2-4 s once on a plain DDP job, ~10 s on a
         # loaded machine. Imported here, before training, so that no poll is that late.
@@ -178,7 +179,9 @@ class Guard:
                 # Torch dumps the whole ring on every read: with a big buffer (torch's default
                 # is 2000 entries, ~25 ms of CPU a read) poll less often, at most ~2 % of one
                 # core. CPU time, not wall time: waiting on the store costs the job nothing.
-                wait = max(self.opts.interval, 50 * (time.thread_time() - started))
+                spent = time.thread_time() - started
+                self.cpu_seconds += spent
+                wait = max(self.opts.interval, 50 * spent)
             except Exception as exc:  # a dead store (rank 0 gone) ends the guard, not the job
                 if not self._stop.is_set():
                     print(f"rankdoctor guard: stopped ({type(exc).__name__}: {exc})", file=sys.stderr, flush=True)
