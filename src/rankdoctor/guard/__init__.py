@@ -38,7 +38,8 @@ def enable(group=None, *, interval: float | None = None, stall: float | None = N
 
     ``group``: compare only this process group's collectives (default: every group).
     ``steps``: stop the job cleanly after that many optimizer steps, once every rank agrees
-    (``rankdoctor check``); ``timeout`` bounds that final wait. Returns the Guard.
+    (``rankdoctor check``); ``timeout`` bounds that final wait. Returns the Guard, or None
+    (with a one-line note on stderr) when the Flight Recorder was off for this rank.
     """
     global _guard
     if _guard is not None:
