@@ -317,4 +317,4 @@ def test_top_level_help_gives_each_command_one_line():
     out = run_cli("--help").stdout.decode()
     box = out.split("Commands", 1)[1].split("╰", 1)[0]
     rows = [ln.strip("│ ").split()[0] for ln in box.splitlines() if ln.startswith("│")]
-    assert rows == ["diagnose", "watch", "fr", "stacks", "serve", "schema", "site", "rules", "compare", "lsp", "redact", "kb", "history"]  # no summary runs over a line
+    assert rows == ["diagnose", "watch", "fr", "stacks", "serve", "schema", "site", "rules", "compare", "lsp", "redact", "check", "kb", "history"]  # no summary runs over a line

@@ -824,6 +824,28 @@ def redact_cmd(
         typer.echo(f"skipped: {line}")
 
 
+@app.command()
+def check(
+    command: Optional[list[str]] = typer.Argument(None, metavar="-- TORCHRUN_COMMAND...", help="The job, e.g. -- torchrun --nproc-per-node 2 train.py --lr 0.1"),
+    steps: int = typer.Option(20, "--steps", min=1, help="Stop the job cleanly after this many optimizer steps."),
+    uneven: bool = typer.Option(False, "--uneven", help="Give ranks >= 1 partial DataLoader batches at different steps."),
+    timeout: float = typer.Option(600.0, "--timeout", min=1.0, metavar="SECONDS", help="Stop the job after this long."),
+    keep: Optional[Path] = typer.Option(None, "--keep", metavar="DIR", help="Keep the job's console log and Flight Recorder dumps here."),
+) -> None:
+    """Pre-flight: run a torchrun job N steps under the collective guard.
+
+    Exit status 0 when no rank issued an asymmetric collective, 1 with the diagnosis, 3 when the job failed and nothing explains it. Run it in CI on every dependency change.
+    """
+    from .guard.check import CheckError, run_check
+
+    try:
+        outcome = run_check(list(command or []), steps, uneven, timeout, keep)
+    except CheckError as exc:
+        _fail(str(exc))
+    typer.echo(f"rankdoctor check: {outcome.summary}")
+    raise typer.Exit(outcome.status)
+
+
 def main() -> None:
     from .config import ConfigError, default_map
 
