@@ -54,10 +54,9 @@ MAX_CONFIDENT_WRONG = 0.025
 # flipped between neighbouring hundredths, turning the same right answers diagnosed and
 # inconclusive and back
 THRESHOLD_KEEP_LIMIT = 0.03
-# ... and keeps a committed threshold that is higher than the fresh choice by at most this
-# much (the same flip the other way: borderline answers turning diagnosed one refit, back
-# the next); a larger drop is taken
-THRESHOLD_STEP_KEPT = 0.02
+# ... and never lowers a committed threshold on its own: a lower one turns borderline answers
+# into "diagnosed", and on the locked scenarios some of those are honest misses that would
+# become confidently wrong. Lowering it is a decision: `python -m rankdoctor.fit --lower-threshold`.
 WEIGHTS_PATH = Path(__file__).parent / "diagnose" / "weights.json"
 LOGS_ONLY = " (logs only)"  # the name suffix of a run with dumps weighed without them
 
@@ -316,6 +315,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("roots", nargs="+", type=Path, help="folders of labelled scenarios")
     ap.add_argument("--out", type=Path, default=WEIGHTS_PATH)
     ap.add_argument("--check", action="store_true", help="refit with the committed lambda and fail if the weights differ")
+    ap.add_argument("--lower-threshold", action="store_true",
+                    help="take the cross-validated threshold even when it is lower than the committed one")
     a = ap.parse_args(argv)
     cases = load_cases(a.roots)
     if not cases:
@@ -357,8 +358,8 @@ def main(argv: list[str] | None = None) -> int:
     if kept is not None and kept < threshold and (
             sum(confident_wrong(p, kept) for p in failed_preds) <= THRESHOLD_KEEP_LIMIT * len(failed_preds)):
         threshold = kept
-    elif kept is not None and threshold < kept <= threshold + THRESHOLD_STEP_KEPT + 1e-9:
-        threshold = kept  # a fresh choice a notch or two lower: the stricter committed one stays
+    elif kept is not None and threshold < kept and not a.lower_threshold:
+        threshold = kept  # a fresh choice lower than the committed one: the stricter one stays
     feats, null = fit_weights(cases, lam)
     roots = {}
     for c in cases:
