@@ -37,6 +37,9 @@ def to_finding(kb, a: "Answer", w: "Weighing", weights: "Weights") -> Finding:
     if table.coll:
         involved |= set(table.coll.reporting)
     collateral = sorted(involved - set(ranks))
+    if not ranks:  # where it started is not known: a rank with a failure of its own, that waited
+        # on no peer first, may be it, so it is not called collateral
+        collateral = [r for r in collateral if not (table.row(r).failures and not table.row(r).waits)]
     host = next((table.row(r).host for r in ranks if table.row(r).host), None)
     evidence = _evidence(a, w)
     root = _root_cause(a, w, collateral)
