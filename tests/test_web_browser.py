@@ -89,15 +89,23 @@ def server(kb):
         yield base
 
 
-@pytest.fixture(scope="module")
-def browser_context():
+@contextmanager
+def chromium(**options):
+    """Debian's Chromium, headless, on a fresh profile with the machine's flags (``ARGS``):
+    a playwright browser context (``options`` go to launch_persistent_context)."""
+    from playwright import sync_api
+
     with tempfile.TemporaryDirectory(prefix="rankdoctor-chromium-") as profile, sync_api.sync_playwright() as pw:
-        ctx = pw.chromium.launch_persistent_context(
-            profile, executable_path=str(CHROMIUM), headless=True, args=ARGS, viewport={"width": 1280, "height": 900}
-        )
+        ctx = pw.chromium.launch_persistent_context(profile, executable_path=str(CHROMIUM), headless=True, args=ARGS, **options)
         ctx.set_default_timeout(20_000)
         yield ctx
         ctx.close()
+
+
+@pytest.fixture(scope="module")
+def browser_context():
+    with chromium(viewport={"width": 1280, "height": 900}) as ctx:
+        yield ctx
 
 
 @pytest.fixture()

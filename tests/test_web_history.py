@@ -5,7 +5,6 @@ reason, when it is absent). The history holds real lab runs diagnosed and saved 
 
 from __future__ import annotations
 
-import tempfile
 import warnings
 
 import pytest
@@ -19,7 +18,7 @@ from rankdoctor import schemas
 from rankdoctor.history import History, Incident
 
 from .conftest import SCENARIOS
-from .test_web_browser import ARGS, CHROMIUM, SHOTS, guarded, serving
+from .test_web_browser import CHROMIUM, SHOTS, chromium, guarded, serving
 
 LAB = SCENARIOS / "lab-matrix"
 RUNS = {"exception-a": LAB / "exception-w3-r1", "exception-b": LAB / "exception-w4-r0", "sigkill": LAB / "sigkill-w3-r0"}
@@ -101,18 +100,13 @@ def test_a_server_with_no_history_yet_says_so(kb, tmp_path):
 def browser_page(kb, history):
     if not CHROMIUM.exists():
         pytest.skip("Chromium is not installed at /usr/bin/chromium (`make test` installs it with apt-get)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (pip install -e '.[test]')")
+    pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (pip install -e '.[test]')")
     from rankdoctor.web.app import create_app
 
-    with serving(create_app(kb, history=history[0])) as (base, _), \
-            tempfile.TemporaryDirectory(prefix="rankdoctor-chromium-") as profile, sync_api.sync_playwright() as pw:
-        ctx = pw.chromium.launch_persistent_context(profile, executable_path=str(CHROMIUM), headless=True, args=ARGS,
-                                                    viewport={"width": 1280, "height": 900})
-        ctx.set_default_timeout(20_000)
+    with serving(create_app(kb, history=history[0])) as (base, _), chromium(viewport={"width": 1280, "height": 900}) as ctx:
         page = ctx.new_page()
         with guarded(page, base):
             yield page, base
-        ctx.close()
 
 
 @pytest.mark.browser

@@ -4,12 +4,11 @@ report) holds the pseudonyms and none of the originals; unticked, the lines go a
 
 from __future__ import annotations
 
-import tempfile
 
 import pytest
 
 from .test_timeline import OOM, WATCHDOG
-from .test_web_browser import ARGS, CHROMIUM, guarded, serving
+from .test_web_browser import CHROMIUM, chromium, guarded, serving
 
 pytestmark = [
     pytest.mark.browser,
@@ -28,11 +27,8 @@ def server(kb):
 
 @pytest.fixture(scope="module")
 def browser_context():
-    with tempfile.TemporaryDirectory(prefix="rankdoctor-chromium-") as profile, sync_api.sync_playwright() as pw:
-        ctx = pw.chromium.launch_persistent_context(profile, executable_path=str(CHROMIUM), headless=True, args=ARGS)
-        ctx.set_default_timeout(20_000)
+    with chromium() as ctx:
         yield ctx
-        ctx.close()
 
 
 @pytest.fixture()

@@ -4,7 +4,6 @@ server-sent events, with the page's Content-Security-Policy and the Host guard i
 
 from __future__ import annotations
 
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from .test_timeline import OOM, WATCHDOG
-from .test_web_browser import ARGS, CHROMIUM, guarded, serving
+from .test_web_browser import CHROMIUM, chromium, guarded, serving
 
 pytestmark = [
     pytest.mark.browser,
@@ -46,9 +45,7 @@ def _append(path: Path, line: str) -> None:
 
 def test_a_line_written_to_the_watched_folder_shows_up_on_the_page(watched):
     base, logs = watched
-    with tempfile.TemporaryDirectory(prefix="rankdoctor-chromium-") as profile, sync_api.sync_playwright() as pw:
-        ctx = pw.chromium.launch_persistent_context(profile, executable_path=str(CHROMIUM), headless=True, args=ARGS)
-        ctx.set_default_timeout(20_000)
+    with chromium() as ctx:
         with guarded(ctx.new_page(), base) as page:
             page.goto(base + "/watch")
             page.wait_for_selector("#rd-watch .rd-report")
@@ -73,7 +70,6 @@ def test_a_line_written_to_the_watched_folder_shows_up_on_the_page(watched):
             assert "OutOfMemoryError" in page.inner_text(".rd-tl-detail")
             assert took < 10, f"the page showed the diagnosis {took:.1f} s after the lines were written"
             page.close()
-        ctx.close()
 
 
 def test_the_watch_page_keeps_the_guard(watched):
