@@ -149,17 +149,22 @@ class StacksDoc(TypedDict):
 
 Verdict = Literal["diagnosed", "inconclusive", "no-failure-found"]
 
-IncidentDoc = with_config(_CLOSED)(TypedDict("IncidentDoc", {
-    "schema": Literal["rankdoctor.incident/v1"],
-    "uid": Annotated[str, Field(min_length=1, description="the same incident keeps its uid in every history it is imported into")],
-    "saved_at": str,
-    "job": str,
+# what a saved incident and each side of a comparison say of their run's outcome
+_OUTCOME = {
     "verdict": Verdict,
     "entry": str | None,
     "class": FailureClass | None,
     "initiating_ranks": list[Rank],
     "collateral_ranks": list[Rank],
     "world_size": Annotated[int, Field(ge=0)],
+}
+
+IncidentDoc = with_config(_CLOSED)(TypedDict("IncidentDoc", {
+    "schema": Literal["rankdoctor.incident/v1"],
+    "uid": Annotated[str, Field(min_length=1, description="the same incident keeps its uid in every history it is imported into")],
+    "saved_at": str,
+    "job": str,
+    **_OUTCOME,
     "fingerprints": list[str],
     "fix": str | None,
     "fixed_at": str | None,
@@ -171,12 +176,7 @@ CompareSideDoc = with_config(_CLOSED)(TypedDict("CompareSideDoc", {
     "label": str,
     "incident": int | None,
     "job": str | None,
-    "verdict": Verdict,
-    "entry": str | None,
-    "class": FailureClass | None,
-    "initiating_ranks": list[Rank],
-    "collateral_ranks": list[Rank],
-    "world_size": Annotated[int, Field(ge=0)],
+    **_OUTCOME,
 }))
 
 
