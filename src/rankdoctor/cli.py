@@ -735,22 +735,18 @@ def history_import(
     typer.echo(f"imported {added} new incident(s); {fixed} fix(es) taken for incidents already here; {same} already here")
 
 
-class CompareFormat(str, Enum):
-    text = "text"
-    json = "json"
-
-
 @app.command()
 def compare(
     run_a: str = typer.Argument(..., metavar="RUN_A", help="A run's logs (a file or folder), or a history incident number."),
     run_b: str = typer.Argument(..., metavar="RUN_B", help="The run to compare with it, the same way."),
-    fmt: CompareFormat = typer.Option(CompareFormat.text, "--format", "-f", help="text or json (rankdoctor.compare/v1)."),
+    fmt: Format = typer.Option(Format.text, "--format", "-f", help="text or json (rankdoctor.compare/v1)."),
     db: Optional[Path] = typer.Option(None, "--db", metavar="FILE", help=_DB_HELP),
 ) -> None:
     """Tell whether two runs failed the same way, and what differs.
 
     Same failure means the same top entry and evidence at least half alike (Jaccard of the templated evidence lines). Exit status: 0 same failure, 1 different failures, 2 usage or input error.
     """
+    _text_or_json(fmt, "compare")
     from .history.sides import SideError, load_side
 
     try:
@@ -760,7 +756,7 @@ def compare(
     from .history.compare import Comparison
 
     c = Comparison(a, b)
-    if fmt is CompareFormat.json:
+    if fmt is Format.json:
         import json
 
         typer.echo(json.dumps(c.to_json(), indent=2, ensure_ascii=False))
