@@ -6,18 +6,6 @@
   if (!box || !window.EventSource) return;
   var shown = parseInt(box.getAttribute("data-version"), 10);
 
-  // report.js binds the timeline's marks once, at load: bind the new fragment's marks the same way
-  function bindTimeline(root) {
-    root.querySelectorAll(".rd-timeline").forEach(function (fig) {
-      var panel = fig.querySelector(".rd-tl-detail");
-      fig.querySelectorAll(".tl-mark").forEach(function (m) {
-        function show() { panel.textContent = m.getAttribute("data-detail"); panel.hidden = false; }
-        m.addEventListener("click", show);
-        m.addEventListener("keydown", function (e) { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); show(); } });
-      });
-    });
-  }
-
   var source = new EventSource(box.getAttribute("data-events"));
   source.addEventListener("update", function (e) {
     var msg = JSON.parse(e.data);
@@ -25,6 +13,6 @@
     shown = msg.version;
     box.innerHTML = msg.html;  // rendered by this server from its own templates (autoescaped)
     box.setAttribute("data-version", String(msg.version));
-    bindTimeline(box);
+    window.rdBindTimeline(box);  // report.js, loaded before this script: the new fragment's timeline marks
   });
 })();
