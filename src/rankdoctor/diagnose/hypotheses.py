@@ -143,18 +143,13 @@ def generate(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> list[H
     # ranks failing one way): they may have started it together
     raised: dict[str, set[int]] = {}
     for rank, ev in unnamed:
-        if rank is not None and ev.role == TRACE and ev.where not in named_lines:
-            raised.setdefault(_exception_type(ev.text), set()).add(rank)
+        if rank is not None and ev.role == TRACE and ev.where not in named_lines and "cut" not in ev.captures:
+            raised.setdefault(ev.captures.get("value", ""), set()).add(rank)  # the exception's type (facts.py)
     for kind_of, ranks in raised.items():
         if kind_of and 2 <= len(ranks) <= MAX_SET and len(ranks) < len(table.expected) and "exception" in generic:
             add(generic["exception"], tuple(sorted(ranks)), Kind.generic)
     return list(out.values())
 
-
-def _exception_type(text: str) -> str:
-    """``json.decoder.JSONDecodeError`` of "[rank3]: json.decoder.JSONDecodeError: Expecting ..."."""
-    m = re.search(r"([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit))\b", text)
-    return m.group(1) if m else ""
 
 
 def framed_entries(kb: KnowledgeBase, ev: Event) -> list[Entry]:
