@@ -338,6 +338,8 @@ def test_torchelastic_error_files_alone_name_the_rank_that_raised(tmp_path):
     assert sources_mod.torchelastic_error(raw).splitlines()[-1] == (
         b"2026-12-02 08:26:59 json.decoder.JSONDecodeError: Expecting ',' delimiter: line 1 column 30 (char 29)")
     assert sources_mod.torchelastic_error(b'{"not": "an error file"}') is None
+    # a hostile one: nested past the parser's recursion limit, read as plain text instead
+    assert sources_mod.torchelastic_error(b'{"message": ' + b"[" * 100_000 + b"]" * 100_000 + b"}") is None
     d = rankdoctor.diagnose([str(tmp_path)])
     top = d.diagnoses[0]
     assert top.initiating_rank == 5

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import gzip
 import io
-import json
 import os
 import stat
 import sys
@@ -616,9 +615,11 @@ def torchelastic_error(data: bytes) -> bytes | None:
     None when ``data`` is not one."""
     if not data.lstrip()[:1] == b"{" or b'"message"' not in data[:200]:
         return None
-    try:
-        doc = json.loads(data)
-    except ValueError:
+    from .dumpfile import Unusable, loads_json
+
+    try:  # bounded: a hostile "error file" nested deeply or with millions of values is not one
+        doc = loads_json(data)
+    except Unusable:
         return None
     msg = doc.get("message") if isinstance(doc, dict) else None
     if not isinstance(msg, dict) or not isinstance(msg.get("message"), str):
