@@ -127,6 +127,9 @@ def test_pyspy_locals_text_and_json_and_the_p2p_wait_cycle():
     assert waits[1] == ("recv", 5) and waits[5] == ("recv", 1) and waits[0] == ("recv", 4)
     assert p2p_cycles(waits) == {1, 5}
     assert p2p_cycles({0: ("recv", 4), 4: ("send", 7)}) == set()
+    # "locals" that is not a list (a hostile or foreign dump): no arguments, not a failure
+    odd = parse_stack_dump('[{"thread_name": "MainThread", "frames": [{"name": "recv", "line": 3, "locals": 5}]}]', "x.json")
+    assert odd.main.frames[0].func == "recv" and dict(odd.main.frames[0].args) == {}
     # arguments and locals are not part of where a rank is: they never split a group
     assert text.main.frames[0] == type(recv)(recv.func, recv.file, recv.line)
 

@@ -130,7 +130,8 @@ def _parse_pyspy_json(text: str, source: str) -> StackDump | None:
             if not isinstance(f, dict):
                 continue
             line = f.get("line")
-            args = {str(v.get("name")): str(v.get("repr")) for v in f.get("locals") or [] if isinstance(v, dict)}
+            values = f.get("locals") if isinstance(f.get("locals"), list) else []
+            args = {str(v.get("name")): str(v.get("repr")) for v in values if isinstance(v, dict)}
             frames.append(Frame(str(f.get("name", "?")), str(f.get("short_filename") or f.get("filename") or "?"),
                                 line if isinstance(line, int) else None, MappingProxyType(args)))
         active = t.get("active")
