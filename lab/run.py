@@ -67,6 +67,9 @@ class Case:
     pre: str | None = None  # name of a pre-run hook (see HOOKS)
     torchrun_args: list[str] = field(default_factory=list)
     initiating_ranks: list[int] | None = None  # several culprits (matrix two-culprit variants)
+    # rank sets that also count as right: the evidence shows the culprit only together with its
+    # partners (the two ranks of a send/recv deadlock wait on each other alike)
+    also_ranks: list[list[int]] | None = None
     stacks_after: str | None = None  # regex: once a console line matches, take py-spy stacks ...
     stacks_delay: float = 3.0  # ... this many seconds later, from outside (stacks/rank<N>.txt)
     stacks_required: bool = True  # CHECK when no stack could be taken (the job must still hang)
@@ -709,6 +712,7 @@ def _pg2d_case(fault: str, layout: str, cs: tuple, s: int, tee: bool) -> Case:
         ev = [last, rf"\[rank\d\]: RuntimeError: .*Timed out waiting {ms}ms",
               r"failed \(exitcode: 1\) local_rank: \d"]
         kw["stacks_after"] = last
+        kw["also_ranks"] = [sorted(pg2d_layout(layout, c)["pp"])]
     else:
         raise ValueError(fault)
     env = dict(PG2D_LAYOUTS[layout], LAB_PG_TIMEOUT=str(PG2D_TIMEOUT), LAB_FAULT=fault)
@@ -1068,6 +1072,8 @@ def run_case(name: str, case: Case, out: str) -> dict:
         f.write(f"initiating_rank: {yaml_str(case.initiating_rank)}\n")
         if case.initiating_ranks:
             f.write(f"initiating_ranks: [{', '.join(map(str, case.initiating_ranks))}]\n")
+        if case.also_ranks:
+            f.write("also_acceptable_ranks: [" + ", ".join(f"[{', '.join(map(str, x))}]" for x in case.also_ranks) + "]\n")
         f.write(f"entry_hint: {yaml_str(case.hint)}\n")
         f.write(f"description: {yaml_str(case.description)}\n")
         f.write("evidence:\n")

@@ -138,3 +138,28 @@ def test_stacks_command_names_the_p2p_cycle():
     r = run_cli("stacks", str(P2P_ORDER / "stacks"))
     assert r.returncode == 1
     assert b"point-to-point wait cycle: rank 1 in recv from rank 5, rank 5 in recv from rank 1" in r.stdout
+
+
+def test_diagnose_names_both_ranks_of_a_p2p_wait_cycle():
+    """py-spy --locals stacks of an 8-rank pipeline job where rank 1 posted its recv before its
+    send: ranks 1 and 5 wait in recv on each other, the TP/DP peers wait behind them. diagnose
+    names the pair (either may have posted its calls out of order) and the rest as collateral."""
+    import rankdoctor
+
+    d = rankdoctor.diagnose([str(P2P_ORDER)])
+    top = d.diagnoses[0]
+    assert top.entry == "pipeline-p2p-unmatched-send-recv" and top.klass == "collective-desync"
+    assert list(top.initiating_ranks) == [1, 5] and top.initiating_rank == 1
+    assert sorted(top.collateral_ranks) == [0, 2, 3, 4, 6, 7]
+    assert "rank 1 in recv from rank 5, rank 5 in recv from rank 1" in top.root_cause
+
+
+def test_label_also_acceptable_ranks_counts_the_pair(tmp_path):
+    from rankdoctor.evaluate import Outcome, read_label
+
+    label = read_label(P2P_ORDER)
+    assert label["rank"] == 1 and label["also_ranks"] == [[1, 5]]
+    pair = Outcome("x", "collective-desync", 1, [], "collective-desync", 1, "diagnosed", None, [1, 5], 0.9, label["also_ranks"])
+    other = Outcome("x", "collective-desync", 1, [], "collective-desync", 5, "diagnosed", None, [5, 6], 0.9, label["also_ranks"])
+    assert pair.rank_ok and not pair.confident_wrong
+    assert not other.rank_ok and other.confident_wrong

@@ -3,7 +3,9 @@
 A scenario is a directory holding the evidence of one run and its label:
 ``case.yaml`` (real logs from issue threads), ``truth.yaml`` or ``expected.yaml`` (lab runs),
 each with ``class`` and ``initiating_rank`` (null when the label does not say), optionally
-``also_acceptable`` (other classes that count as right). Everything else in the directory is
+``also_acceptable`` (other classes that count as right) and ``also_acceptable_ranks`` (rank
+sets that also count as right where the evidence cannot single out the culprit from its
+partners, e.g. the two ranks of a send/recv deadlock). Everything else in the directory is
 evidence, except Flight Recorder dumps and command notes.
 
     python -m rankdoctor.evaluate tests/scenarios [more dirs...]
@@ -38,6 +40,7 @@ class Outcome:
     want_ranks: list[int] | None = None  # several initiating ranks (the label's initiating_ranks)
     got_ranks: list[int] | None = None
     confidence: float | None = None
+    also_ranks: list[list[int]] | None = None  # the label's also_acceptable_ranks
 
     @property
     def failed_run(self) -> bool:
@@ -57,6 +60,9 @@ class Outcome:
     def rank_ok(self) -> bool:
         """The labelled initiating rank(s); a label without one (the thread does not show
         where it started) accepts any answer."""
+        got = sorted(self.got_ranks or ([] if self.got_rank is None else [self.got_rank]))
+        if got and got in (self.also_ranks or []):
+            return True
         if self.want_ranks:
             return sorted(self.got_ranks or ([] if self.got_rank is None else [self.got_rank])) == sorted(self.want_ranks)
         return self.want_rank is None or self.got_rank == self.want_rank
@@ -121,8 +127,10 @@ def read_label(case: Path) -> dict:
             if ranks and not isinstance(rank, int):
                 rank = ranks[0]
             _, conf = _find(data, ("label_confidence",))
+            _, also_ranks = _find(data, ("also_acceptable_ranks",))
+            also_ranks = [sorted(x) for x in also_ranks or [] if isinstance(x, list) and all(isinstance(r, int) for r in x)]
             return {"class": klass or "none", "rank": rank if isinstance(rank, int) else None, "also": list(also or []),
-                    "ranks": ranks if len(ranks) > 1 else [], "confidence": conf}
+                    "ranks": ranks if len(ranks) > 1 else [], "confidence": conf, "also_ranks": also_ranks}
     raise FileNotFoundError(case)
 
 
@@ -176,6 +184,7 @@ def _outcome(case: Path, label: dict, d) -> Outcome:
         label["ranks"] or None,
         list(top.initiating_ranks) if top else None,
         top.confidence if top else None,
+        label["also_ranks"],
     )
 
 

@@ -102,7 +102,7 @@ def is_right(label: dict, entry, ranks: tuple[int, ...]) -> bool:
     want = label.get("ranks") or ([label["rank"]] if label["rank"] is not None else [])
     if not want:
         return entry.scope.value == "rank" or not ranks
-    return list(ranks) == sorted(want)
+    return list(ranks) == sorted(want) or list(ranks) in label.get("also_ranks", [])
 
 
 def load_cases(roots: list[Path]) -> list[Case]:
@@ -204,6 +204,7 @@ def predict(c: Case, weights: Weights) -> Prediction:
     class_ok = (got_class == label["class"] or got_class in label["also"]) if failed_run else not w.failed
     want = label.get("ranks") or ([label["rank"]] if label["rank"] is not None else [])
     rank_ok = list(top.ranks) == want if (top and want) else got_rank == label["rank"]
+    rank_ok = rank_ok or bool(top and top.ranks and list(top.ranks) in label.get("also_ranks", []))
     return Prediction(c.name, label["class"], label["rank"], got_class, got_rank, conf, class_ok, rank_ok, failed_run)
 
 

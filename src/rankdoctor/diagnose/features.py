@@ -53,6 +53,7 @@ FEATURES: dict[str, str] = {
     "finding_lost_not_late": "the entry explains a late rank, not a dead one, yet peers report losing a rank (a closed connection, a remote process that exited)",
     "finding_quiet": "the entry explains a straggler, and some rank went quiet early or worked on while the others waited",
     "finding_first_collective": "the entry explains a hang in the job's first collective, and every timeout report is at SeqNum 0 or 1",
+    "finding_p2p_wait": "the entry explains ranks waiting in send/recv on each other, and stack dumps show such a cycle",
     "finding_fr_hang": "the entry explains a straggler/lost peer, and the Flight Recorder shows ranks behind or stuck",
     # the claimed rank(s)
     "claim": "the hypothesis names where it started",
@@ -83,6 +84,7 @@ FEATURES: dict[str, str] = {
     "claim_reporter_only": "the claimed rank's own failure is only its report of a collective mismatch (either side of a mismatch can be the one to report it)",
     "claim_main_busy": "the claimed rank is rank 0, which reports no wait, while lines of long work (progress, checkpoint writes) carry no rank: frameworks print those from the main process",
     "claim_stack_odd": "stack dumps show the claimed ranks' main threads somewhere else than most ranks' (by overlap)",
+    "claim_p2p_wait": "stack dumps (with call arguments) show the claimed ranks blocked in send/recv on each other, a cycle nobody on it can leave (by overlap)",
     "claim_ras_dead": "NCCL RAS reports the claimed ranks' processes dead or unresponsive, or has no data from them (by overlap)",
     "claim_ras_behind": "NCCL RAS shows the claimed ranks' collective counts stuck between two snapshots, or behind the other ranks' while those wait (by overlap)",
     "claim_quiet": "the claimed rank stopped working well before the others (log of the gap, 10 min = 1)",
@@ -201,6 +203,7 @@ def featurize(h: Hypothesis, cx: Context) -> dict[str, float]:
     f["finding_lost_not_late"] = cx.finding["lost_peer"] if "straggler" in explains and "dead-peer" not in explains else 0.0
     f["finding_fr_hang"] = cx.finding["fr_hang"] if hang else 0.0
     f["finding_first_collective"] = cx.finding["first"] if "first-collective" in explains else 0.0
+    f["finding_p2p_wait"] = cx.finding["p2p_wait"] if "p2p-wait" in explains else 0.0
 
     ranks = h.ranks
     if ranks:
@@ -266,6 +269,7 @@ def _claim(h: Hypothesis, cx: Context, causes: list[Event], evs: list[Event]) ->
         f["claim_named"] = sum(cx.named.get(r, 0) for r in ranks) / total_named
     f["claim_main_busy"] = float(ranks == {0} and 0 in cx.main_busy)
     f["claim_stack_odd"] = _cover(ranks, table.stack_odd)
+    f["claim_p2p_wait"] = _cover(ranks, table.p2p_cycle)
     f["claim_ras_dead"] = _cover(ranks, table.ras_dead)
     f["claim_ras_behind"] = _cover(ranks, table.ras_behind)
     f["claim_quiet"] = min(_gap_score(cx.quiet.get(r, 0.0), cx.timeout) for r in ranks)
@@ -503,7 +507,7 @@ def _findings(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> dict[
     q = max([_gap_score(g, full) for g in list(quiet.values()) + list(late.values())] or [0.0])
     fr_hang = float(table.fr is not None and any(f.kind in FR_HANG for f in table.fr.findings))
     fr_mismatch = float(table.fr is not None and any(f.kind in FR_MISMATCH for f in table.fr.findings))
-    return {"first": float(first_collective_hang(table)), "desync": desync, "fr_mismatch": fr_mismatch, "absent": absent, "lost_peer": lost, "quiet": q if table.waiting_ranks else 0.0, "fr_hang": fr_hang}
+    return {"first": float(first_collective_hang(table)), "desync": desync, "p2p_wait": float(bool(table.p2p_cycle)), "fr_mismatch": fr_mismatch, "absent": absent, "lost_peer": lost, "quiet": q if table.waiting_ranks else 0.0, "fr_hang": fr_hang}
 
 
 __all__ = ["FEATURES", "Context", "context", "featurize", "outlived_peers", "primary_failure", "quiet_gaps", "ACTIVITY", "FATAL", "TRACE", "same_clock"]

@@ -11,7 +11,7 @@ describes each hypothesis and ``scoring.py`` weighs them all in one place.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 from ..events import Event
@@ -39,7 +39,9 @@ class Kind(str, Enum):
     generic = "generic"  # a failure line no entry names
 
 
-FINDING_KIND = {"desync": Kind.desync, "straggler": Kind.straggler, "dead-peer": Kind.dead_peer, "first-collective": Kind.first}
+# ranks waiting in send/recv on each other issued mismatched point-to-point ops: a desync
+FINDING_KIND = {"desync": Kind.desync, "straggler": Kind.straggler, "dead-peer": Kind.dead_peer, "first-collective": Kind.first,
+                "p2p-wait": Kind.desync}
 
 
 @dataclass(frozen=True)
@@ -61,9 +63,12 @@ class Suspects:
     straggler: set[int]
     dead_peer: set[int]
 
+    p2p_wait: set[int] = field(default_factory=set)
+
     def of(self, finding: str) -> set[int]:
         # a hang in the first collective is the whole job's: it singles out no rank
-        return {"desync": self.desync, "straggler": self.straggler, "dead-peer": self.dead_peer}.get(finding, set())
+        return {"desync": self.desync, "straggler": self.straggler, "dead-peer": self.dead_peer,
+                "p2p-wait": self.p2p_wait}.get(finding, set())
 
 
 def generate(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> list[Hypothesis]:
@@ -105,7 +110,7 @@ def generate(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> list[H
     # 2. cross-rank findings and the entries that explain them
     sus = suspects(kb, table, events)
     fired = set(by_entry)
-    for finding in ("desync", "straggler", "dead-peer", "first-collective"):
+    for finding in ("desync", "straggler", "dead-peer", "first-collective", "p2p-wait"):
         ranks = sus.of(finding)
         if not ranks and not _finding_present(finding, table, events, kb):
             continue
@@ -217,7 +222,7 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
         if len(never) <= MAX_SET:
             straggler |= never
             dead |= never
-    return Suspects(desync, straggler, dead)
+    return Suspects(desync, straggler, dead, set(table.p2p_cycle))
 
 
 def main_process_busy(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> set[int]:
@@ -276,6 +281,8 @@ def _finding_present(finding: str, table: RankTable, events: list[Event], kb: Kn
         return desync_strength(kb, table, events) > 0
     if finding == "first-collective":
         return first_collective_hang(table)
+    if finding == "p2p-wait":
+        return bool(table.p2p_cycle)
     if finding in ("straggler", "dead-peer") and table.ras is not None and table.ras.shows_failure:
         return True  # NCCL RAS cannot reach a process, or its counts are stuck, though no rank may be known
     if finding == "straggler":

@@ -181,6 +181,12 @@ def _root_cause(a: "Answer", w: "Weighing", collateral: list[int]) -> str:
         cause = next((e for e in w.att.events if e.entry == h.entry.id and e.role == "cause"), None)
         if cause is not None:
             parts.append(f"{'The failure' if not ranks else Who}: “{_quote(cause)}”.")
+    elif h.kind == Kind.desync and ranks and set(ranks) <= table.p2p_cycle:
+        waits = ", ".join(f"rank {r} in {op} from rank {peer}" if op.endswith("recv") else f"rank {r} in {op} to rank {peer}"
+                          for r, (op, peer) in sorted(table.p2p_waits.items()) if r in table.p2p_cycle)
+        parts.append(f"The stack dumps show {waits}: they wait on each other, so none of them can move on.")
+        if len(ranks) > 1:
+            parts.append("Their send/recv calls do not pair up (order, peer or count); the dumps cannot tell which of them posted its calls out of order.")
     elif h.kind == Kind.desync:
         if table.coll and table.coll.kind == "desync":
             parts.append(f"The ranks are in different collectives: {table.coll.detail}.")
@@ -361,6 +367,7 @@ def _missing(a: "Answer", w: "Weighing", weights: "Weights") -> list[str]:
 _PLAIN_NOTES = (
     ("claim_fr_mismatch", "the Flight Recorder dumps show {who}'s collectives differ from the others'"),
     ("claim_fr_behind", "the Flight Recorder dumps show {who} behind the others"),
+    ("claim_p2p_wait", "stack dumps show {who} blocked in send/recv on each other"),
     ("claim_numeric_first", "{who} printed NaN/inf before any other rank"),
     ("claim_named", "mismatch messages name {who} as the other side"),
     ("claim_working", "{who} was still making progress and never reported waiting while others waited"),

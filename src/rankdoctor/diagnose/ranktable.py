@@ -100,6 +100,11 @@ class RankTable:
 
     # most ranks' stacks wait inside a collective while some are elsewhere: how a hung job looks
     stack_hang: bool = False
+    # stack dumps with call arguments (py-spy --locals): rank -> (send/recv, peer) for the ranks
+    # blocked in a point-to-point op, and the ranks on a cycle of such waits (each waits for
+    # the next: nothing on the cycle can move, whoever waits on them is collateral)
+    p2p_waits: dict[int, tuple[str, int]] = field(default_factory=dict)
+    p2p_cycle: set[int] = field(default_factory=set)
 
     def row(self, rank: int) -> RankRow:
         return self.rows.get(rank) or RankRow(rank)
@@ -276,8 +281,14 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
     stack_odd: set[int] = set()
     stack_odd_collective: set[int] = set()
     stack_hang = False
+    p2p_waits: dict[int, tuple[str, int]] = {}
+    p2p_cycle: set[int] = set()
     if att.stacks:
-        from ..ingest.stacks import group_by_stack, in_collective, outliers
+        from ..ingest.stacks import group_by_stack, in_collective, outliers, p2p_cycles
+        from ..ingest.stacks import p2p_waits as waits_of
+
+        p2p_waits = waits_of(att.stacks)
+        p2p_cycle = p2p_cycles(p2p_waits)
 
         groups = group_by_stack(att.stacks, 6)
         odd_groups = outliers(groups)
@@ -302,7 +313,8 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
     waiting = {r for r, rw in rows.items() if rw.waited}
     ras_dead, ras_behind = suspects_of(att.ras, waiting)
     return RankTable(rows, expected or set(rows), att.world_size, coll, fingerprints, unranked, fr, stack_odd, stack_odd_collective,
-                     unranked_accuses, ras_dead, ras_behind, att.ras, stack_hang=stack_hang)
+                     unranked_accuses, ras_dead, ras_behind, att.ras, stack_hang=stack_hang,
+                     p2p_waits=p2p_waits, p2p_cycle=p2p_cycle)
 
 
 def _coll_trace_conflict(events: list[Event]) -> dict[int, Event]:

@@ -166,6 +166,7 @@ class Explains(str, Enum):
     straggler = "straggler"  # every reporting rank waits at one collective; a rank is absent
     dead_peer = "dead-peer"  # peers report a connection to a rank closed / reset
     first_collective = "first-collective"  # the ranks time out in the job's first collective: no data ever moved
+    p2p_wait = "p2p-wait"  # stack dumps show ranks blocked in send/recv on each other (a cycle of waits)
 
 
 class Fallback(str, Enum):
@@ -177,6 +178,7 @@ class Fallback(str, Enum):
     straggler = "straggler"
     dead_peer = "dead-peer"
     first_collective = "first-collective"
+    p2p_wait = "p2p-wait"
     exception = "exception"  # a Python exception no entry names
     abort = "abort"  # a C++ exception or abort no entry names
     exit = "exit"  # a rank that died (non-zero exit, signal) with no line of its own
