@@ -441,3 +441,22 @@ def test_peers_waiting_in_different_collectives_are_not_a_desync_while_one_rank_
     table = build_rank_table(kb, attribute(kb, scan))
     assert table.stack_odd == {1}
     assert table.stack_odd_collective == set()
+
+
+def test_mp_spawn_header_gives_the_following_traceback_its_process(kb):
+    """mp.spawn prints "-- Process N terminated with the following error:" and then process N's
+    own traceback without any prefix (real paste: innnky/so-vits-svc#46, cut inside torch.save):
+    that traceback is process 0's, and its torch.save frames make it a checkpoint error."""
+    from rankdoctor.diagnose.attribution import attribute
+    from rankdoctor.ingest.sources import expand_inputs
+    from rankdoctor.scan import Scanner, scan_sources
+
+    log = SCENARIOS / "real-holdout21" / "so-vits-svc-46-spawn-process0-checkpoint-write-failed" / "log.txt"
+    att = attribute(kb, scan_sources(kb, expand_inputs([str(log)]), Scanner(kb)))
+    cut = [e for e in att.events if e.captures.get("cut")]
+    assert len(cut) == 1 and cut[0].local_rank == 0 and cut[0].captures["rank_from"] == "spawn-header"
+    # the parent's own traceback above the header stays unranked
+    parent = [e for e in att.events if e.role == "trace" and e.line < 16 and not e.captures.get("cut")]
+    assert parent and all(e.local_rank is None and e.rank is None for e in parent)
+    d = diagnose(kb, scan_sources(kb, expand_inputs([str(log)]), Scanner(kb)))
+    assert d.diagnoses[0].klass == "checkpoint-error"

@@ -27,6 +27,10 @@ FACTS: dict[str, str] = {
     # spawned worker's (the spawn loop's variable), so '--local_rank=0' in it means the node
     # ran one worker, which is then the one that exited; any other local rank tells nothing.
     "ds-exit": r"sigkill_handler\] (?:.*?'--local_rank=(?P<local_rank>0)'[,\]])?.* exits with return code = (?P<exitcode>-?\d+)",
+    # torch.multiprocessing.spawn's ProcessRaisedException (torch/multiprocessing/spawn.py):
+    # "-- Process N terminated with the following error:" and then process N's own traceback,
+    # unprefixed
+    "spawn-raised": r"-- Process (?P<local_rank>\d+) terminated with the following error:",
     # the launcher terminating the survivors: collateral, never a cause
     "tr-sigterm-sent": r"Sending process (?P<pid>\d+) closing signal (?P<signal>SIG[A-Z]+)",
     # ... and escalating to SIGKILL when a worker ignores SIGTERM: its exit -9 is the launcher's doing

@@ -48,6 +48,7 @@ def attribute(kb: KnowledgeBase, scan: ScanResult) -> Attributed:
     summary = read_launcher(scan.facts)
     events = _escalate_repeats(kb, _dedupe(scan.events)) + _fact_events(scan)
     events = _inside_launcher_records(events, summary)
+    events = _spawn_blocks(events, scan)
     events = _one_rank_sources(_device_owners(_stream_below([_stream_owner(e) for e in events])), scan)
     to_global = _local_rank_mapping(events, summary, scan)
     events = [_globalised(e, to_global) for e in events]
@@ -266,6 +267,29 @@ def _stream_owner(ev: Event) -> Event:
 
 
 _BELOW_LOOKAHEAD = 200  # lines below an unprefixed failure line searched for the rank whose output follows
+
+
+def _spawn_blocks(events: list[Event], scan: ScanResult) -> list[Event]:
+    """mp.spawn reports a worker's exception as "-- Process N terminated with the following
+    error:" followed by that process's own traceback, with no prefix: an unranked failure line
+    below such a header (the nearest one above it, within the lookahead) is process N's."""
+    heads: dict[str, list[tuple[int, int]]] = {}
+    for f in scan.facts:
+        if f.fact == "spawn-raised" and f.captures.get("local_rank", "").isdigit():
+            heads.setdefault(f.source, []).append((f.line, int(f.captures["local_rank"])))
+    if not heads:
+        return events
+    for lst in heads.values():
+        lst.sort()
+    out = []
+    for ev in events:
+        if ev.rank is None and ev.local_rank is None and ev.role in (TRACE, FATAL, "cause") and ev.source in heads:
+            above = [h for h in heads[ev.source] if h[0] < ev.line]
+            if above and ev.line - above[-1][0] <= _BELOW_LOOKAHEAD:
+                ev = ev.copy(local_rank=above[-1][1])
+                ev.captures["rank_from"] = "spawn-header"
+        out.append(ev)
+    return out
 
 
 def _stream_below(events: list[Event]) -> list[Event]:

@@ -64,6 +64,10 @@ class Suspects:
     dead_peer: set[int]
 
     p2p_wait: set[int] = field(default_factory=set)
+    # the rank set each piece of evidence singles out on its own (the stack dumps' odd ranks,
+    # the Flight Recorder's stuck ranks, the silent ranks ...), per finding: several ranks can
+    # have started it together, and the union of all the sets is rarely that set
+    groups: dict[str, list[frozenset[int]]] = field(default_factory=dict)
 
     def of(self, finding: str) -> set[int]:
         # a hang in the first collective is the whole job's: it singles out no rank
@@ -124,8 +128,9 @@ def generate(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> list[H
             add(entry, (), kind)
             for r in ranks:
                 add(entry, (r,), kind)
-            if 2 <= len(ranks) <= MAX_SET and len(ranks) < len(table.expected):
-                add(entry, tuple(sorted(ranks)), kind)
+            for group in [ranks, *sus.groups.get(finding, [])]:
+                if 2 <= len(group) <= MAX_SET and len(group) < len(table.expected):
+                    add(entry, tuple(sorted(group)), kind)
 
     # 3. failures no entry names: the generic entry for the failing rank, and the entries
     # whose subsystem the exception's traceback passes through
@@ -173,6 +178,12 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
     desync: set[int] = set()
     straggler: set[int] = set()
     dead: set[int] = set()
+    groups: dict[str, list[frozenset[int]]] = {}
+
+    def group(finding: str, ranks: set[int]) -> None:
+        if ranks and frozenset(ranks) not in groups.setdefault(finding, []):
+            groups[finding].append(frozenset(ranks))
+
     coll = table.coll
     if coll and coll.kind == "desync":
         desync |= set(coll.culprits)
@@ -205,6 +216,12 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
     # collective (a desync), or outside any (late or stuck: a straggler)
     desync |= table.stack_odd_collective
     straggler |= table.stack_odd - table.stack_odd_collective
+    group("desync", table.stack_odd_collective)
+    group("straggler", table.stack_odd - table.stack_odd_collective)
+    stuck = {r for r, rw in table.rows.items() if rw.fr_kinds & FR_HANG}
+    group("straggler", stuck)
+    group("dead-peer", stuck)
+    group("dead-peer", accused)
     # NCCL RAS: a rank it cannot reach is dead or hung; one whose collective counts are stuck,
     # or lag while the others wait, is late
     straggler |= table.ras_dead | table.ras_behind
@@ -213,6 +230,8 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
     # a gap shorter than ordinary jitter singles nobody out
     straggler |= {r for r, g in quiet.items() if g >= MIN_GAP}
     straggler |= {r for r, g in late.items() if g >= MIN_GAP}
+    group("straggler", {r for r, g in quiet.items() if g >= MIN_GAP})
+    group("straggler", table.ras_dead | table.ras_behind)
     dead |= {r for r, g in quiet.items() if g >= MIN_GAP and r in accused}
     # ranks of the job that never printed anything, while others waited
     # (only when one rank is missing, or most of the job's output is here: in a paste of
@@ -222,7 +241,7 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
         if len(never) <= MAX_SET:
             straggler |= never
             dead |= never
-    return Suspects(desync, straggler, dead, set(table.p2p_cycle))
+    return Suspects(desync, straggler, dead, set(table.p2p_cycle), groups)
 
 
 def main_process_busy(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> set[int]:
