@@ -435,8 +435,12 @@ def outlived_peers(table: RankTable) -> tuple[set[int], set[int]]:
     quiet, _ = quiet_gaps(table)
     everyone = table.expected | set(table.rows)
     for rw in accusers:
-        # a peer it does not name could be any other rank: then every other rank must have finished
-        lost = rw.accuses or (everyone - {rw.rank})
+        # a peer it does not name could be any other rank: then every other rank must have
+        # finished, except those the launcher stopped: they were still running when it lost
+        # its peer (torchrun stops the survivors after the first failure), so none of them
+        # closed the connection
+        stopped = {r for r, other in table.rows.items() if other.end == End.terminated}
+        lost = rw.accuses or (everyone - {rw.rank} - stopped)
         if not lost:
             continue
         finished = []
