@@ -163,3 +163,13 @@ def test_label_also_acceptable_ranks_counts_the_pair(tmp_path):
     other = Outcome("x", "collective-desync", 1, [], "collective-desync", 5, "diagnosed", None, [5, 6], 0.9, label["also_ranks"])
     assert pair.rank_ok and not pair.confident_wrong
     assert not other.rank_ok and other.confident_wrong
+
+
+def test_a_p2p_wait_cycle_alone_is_a_failure():
+    """Stack dumps only, no logs: two ranks blocked in recv on each other can never move on,
+    so the dumps alone show a deadlock (a split of ranks over places alone would not)."""
+    import rankdoctor
+
+    d = rankdoctor.diagnose([str(P2P_ORDER / "stacks")])
+    assert d.verdict != "no-failure-found"
+    assert d.diagnoses[0].entry == "pipeline-p2p-unmatched-send-recv" and list(d.diagnoses[0].initiating_ranks) == [1, 5]

@@ -70,7 +70,8 @@ def weigh(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, wei
     table = build_rank_table(kb, att, fr)
     # stack dumps that are the only evidence, most ranks waiting in a collective and some
     # elsewhere: stacks taken of a job that hung (with logs, the logs say whether it failed)
-    failed = _shows_failure(att, table, fr) or (table.stack_hang and not scan.inputs)
+    # ranks blocked in send/recv on each other can never move on: a deadlock, whatever else
+    failed = _shows_failure(att, table, fr) or (table.stack_hang and not scan.inputs) or bool(table.p2p_cycle)
     if not failed:
         return Weighing(att, table, None, [], 1.0, False)
     cx = context(kb, table, att.events)
