@@ -611,6 +611,12 @@ def expand_inputs(paths: list[str], stdin: BinaryIO | None = None) -> list[Sourc
             data_stream = stdin if stdin is not None else sys.stdin.buffer
             sources.append(_stdin_source(data_stream))
             continue
+        if "://" in given:  # s3://, gs://, file:// (storage.py)
+            from .storage import expand_url, is_url
+
+            if is_url(given):
+                sources.extend(expand_url(given))
+                continue
         path, name = Path(given), shown(given)
         try:
             st = path.stat()
