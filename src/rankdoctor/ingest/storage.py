@@ -26,12 +26,12 @@ for an S3-compatible server, an instance role...), for gs:// google-auth's
 from __future__ import annotations
 
 import io
-import os
+import logging
 import re
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from .sources import _SKIP_DIRS, _SKIP_SUFFIXES, _SNIFF, CHUNK, InputError, Source, _note, sources_in
+from .sources import _SKIP_DIRS, _SKIP_SUFFIXES, _SNIFF, InputError, Source, _note, sources_in
 from .unwrap import MAX_BYTES as MAX_UNWRAP
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(.*)$", re.S)
@@ -65,6 +65,7 @@ def filesystem(protocol: str, given: str = ""):
     forked worker gets its own)."""
     scheme = next((k for k, v in PROTOCOLS.items() if v[0] == protocol), protocol)
     _, package, extra = PROTOCOLS[scheme]
+    _quiet()
     try:
         import fsspec
 
@@ -76,6 +77,16 @@ def filesystem(protocol: str, given: str = ""):
                          f"pip install 'rankdoctor[{extra}]'") from None
     except Exception as exc:  # a filesystem that cannot start (bad FSSPEC_* options...)
         raise InputError(f"{given or scheme + '://'}: cannot open {scheme}:// storage: {_one_line(exc)}") from None
+
+
+def _quiet() -> None:
+    """The storage libraries log their retries and failures (gcsfs with whole tracebacks)
+    to stderr through Python's last-resort handler; what failed is reported here instead,
+    in one line."""
+    for name in ("fsspec", "s3fs", "gcsfs", "botocore", "aiobotocore", "google", "urllib3"):
+        logger = logging.getLogger(name)
+        if logger.level < logging.CRITICAL:
+            logger.setLevel(logging.CRITICAL)
 
 
 @dataclass(frozen=True, eq=False)
