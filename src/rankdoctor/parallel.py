@@ -57,7 +57,7 @@ def default_jobs() -> int:
 
 def _plain_path(source: Source) -> Path | None:
     """The file behind a source when it is an uncompressed regular file (splittable): a
-    Path, or an object in storage (``ingest.remote``)."""
+    Path, or an object in storage (``ingest.storage``)."""
     path = getattr(source, "path", None)
     if path is None or source.warnings:
         return None

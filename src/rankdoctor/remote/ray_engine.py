@@ -154,6 +154,7 @@ def scan_ray(
     """``scan_sources`` of ``sources`` with the patterns of ``table``, computed by Ray tasks
     on the cluster at ``address``: the same result. ``jobs`` (default: the cluster's CPUs)
     sizes the work items, as ``--jobs`` does for the local pool."""
+    ours = not (import_ray().is_initialized())  # a caller that connected itself keeps its connection
     ray = connect(address)
     try:
         jobs = jobs or cluster_cpus(ray)
@@ -171,7 +172,8 @@ def scan_ray(
         scanner = scanner or Scanner(table=table)
         return merge_plan(scanner, sources, plan, handles, _getter(ray), chunk_size, progress)
     finally:
-        ray.shutdown()
+        if ours:
+            ray.shutdown()
 
 
 def _getter(ray) -> Callable[[object], object]:
