@@ -10,6 +10,7 @@ JOBS ?= 2
 
 .PHONY: setup chromium prometheus demo test eval fit lock lab lab-matrix bench-fr check-kb clean
 
+# the test extra holds what the suite runs for real: pytest, playwright, Ray, fsspec/s3fs, moto...
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'

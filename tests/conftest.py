@@ -40,3 +40,79 @@ def run_cli(*args: str, stdin: bytes | None = None, cwd: Path | None = None) -> 
         cwd=cwd or ROOT,
         timeout=120,
     )
+
+
+@pytest.fixture(scope="session")
+def remote_corpus(tmp_path_factory):
+    """A generated 1,024-rank run (bench/gen_corpus.py: real line formats; rank 592 runs out
+    of memory, the others time out in the watchdog) as a job leaves it: ``console.log``, the
+    combined console of every rank (``[rankN]:`` prefixes, 10 MiB: split into byte ranges),
+    and ``nodes/node_NNN.log``, the same lines per node of 8 ranks (128 files: batches of
+    whole files). Returns the folder holding both."""
+    import re
+
+    top = tmp_path_factory.mktemp("remote")
+    gen = [sys.executable, str(ROOT / "bench" / "gen_corpus.py")]
+    subprocess.run([*gen, str(top / "console"), "--ranks", "1024", "--total-mb", "1", "--single"], check=True, capture_output=True)
+    (top / "nodes").mkdir()
+    rank = re.compile(rb"^\[rank(\d+)\]:")
+    out, node = None, -1
+    with open(top / "console.log", "rb") as f:
+        for line in f:
+            n = int(rank.match(line).group(1)) // 8  # every line of the combined log has its prefix
+            if n != node:
+                if out:
+                    out.close()
+                node, out = n, open(top / "nodes" / f"node_{n:03d}.log", "wb")
+            out.write(line)
+    out.close()
+    return top
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """moto's S3 server (a real server on a free port: boto's requests, ranged GETs and
+    listings go over HTTP)."""
+    from .remote_support import MotoServer
+
+    with MotoServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def s3_corpus(remote_corpus, s3_server):
+    """``s3_server`` holding ``remote_corpus`` under s3://rd-logs/. Returns the server."""
+    import fsspec
+
+    env = s3_server.env()
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        fs = fsspec.filesystem("s3", skip_instance_cache=True)
+        fs.mkdir("rd-logs")
+        fs.put(str(remote_corpus / "nodes"), "rd-logs/nodes", recursive=True)
+        fs.put(str(remote_corpus / "console.log"), "rd-logs/console.log")
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return s3_server
+
+
+# the inputs of the remote tests: the local paths (run from the corpus folder, so the names
+# shown are nodes/node_074.log...) and the same files in storage
+LOCAL_INPUTS = ("nodes", "console.log")
+S3_INPUTS = ("s3://rd-logs/nodes/", "s3://rd-logs/console.log")
+
+
+@pytest.fixture(scope="session")
+def local_reports(remote_corpus, s3_corpus):
+    """The local engine's JSON reports on ``remote_corpus``: from local paths and from s3://
+    (computed once for the storage and the Ray tests)."""
+    from .remote_support import rd
+
+    local = rd("diagnose", *LOCAL_INPUTS, "--format", "json", cwd=remote_corpus)
+    s3 = rd("diagnose", *S3_INPUTS, "--format", "json", env=s3_corpus.env())
+    return {"local": local, "s3": s3}

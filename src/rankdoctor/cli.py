@@ -63,6 +63,11 @@ class Format(str, Enum):
     junit = "junit"
 
 
+class Engine(str, Enum):
+    local = "local"
+    ray = "ray"
+
+
 def _fail(msg: str) -> None:
     typer.echo(f"rankdoctor: error: {msg}", err=True)
     raise typer.Exit(2)
@@ -113,13 +118,15 @@ def _loader(load):
 
 @app.command()
 def diagnose(
-    paths: list[str] = typer.Argument(..., metavar="PATH", help="Log files, directories, archives (.gz .zst .tar .zip), or - for stdin."),
+    paths: list[str] = typer.Argument(..., metavar="PATH", help="Log files, directories, archives (.gz .zst .tar .zip), s3:// gs:// file:// URLs (objects or prefixes), or - for stdin."),
     fmt: Format = typer.Option(Format.text, "--format", "-f", help="text, json (rankdoctor.diagnosis/v1), markdown, html, github (workflow-command annotations on the evidence lines) or junit (JUnit XML: the diagnosis as a failed test case)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to this file instead of stdout."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the reasoning steps."),
     fr: Optional[list[str]] = typer.Option(None, "--fr", metavar="PATH", help="Flight Recorder dumps (files or folders) to use as evidence; dumps inside the log folders are found on their own."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Processes to scan with (default: one per core; small inputs use one)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    engine: Engine = typer.Option(Engine.local, "--engine", help="Where to scan: local (processes on this machine) or ray (tasks on a Ray cluster; needs the ray extra)."),
+    address: Optional[str] = typer.Option(None, "--address", metavar="ADDR", help="With --engine ray: the cluster (default: $RAY_ADDRESS, else the one started on this machine, else a new local one)."),
     entries: Optional[Path] = typer.Option(None, "--entries", help="Use another knowledge-base directory.", hidden=True),
     save: bool = typer.Option(False, "--save/--no-save", help="Save this diagnosis to the local incident history (rankdoctor history); `save = true` in rankdoctor.toml makes it the default."),
     job: Optional[str] = typer.Option(None, "--job", metavar="NAME", help="Job name to save it under (default: from the first input's name)."),
@@ -136,6 +143,15 @@ def diagnose(
     """
     from functools import cache
 
+    if engine is Engine.ray:  # first: Ray's library cannot load after hyperscan's (remote/ray_engine.py)
+        from .remote.ray_engine import EngineError, import_ray
+
+        try:
+            import_ray()
+        except EngineError as exc:
+            _fail(str(exc))
+    elif address:
+        _fail("--address is the Ray cluster's: use it with --engine ray")
     from .flightrec.load import DumpError
     from .ingest.sources import InputError
     from .parallel import progress_for, scan_parallel
@@ -148,11 +164,18 @@ def diagnose(
     # the knowledge base and the engine.
     if output:
         _refuse_input(output, [*paths, *(fr or [])])
+    if (redact or redact_job_ids) and any("://" in p for p in paths):
+        _fail("--redact reads local files only: copy the objects here first")
     load = cache(lambda: _load_kb(entries, check=False))
     bars = []
 
     def scan_with_progress(sources):
         bars.append(progress_for(sources, quiet))
+        if engine is Engine.ray:
+            from .remote.ray_engine import scan_ray
+            from .scan import table_for
+
+            return scan_ray(sources, table_for(entries, load), address, jobs, bars[-1], meanwhile=_loader(load))
         scanner = scanner_for(entries, load)
         return scan_parallel(None, sources, jobs=jobs, progress=bars[-1], scanner=scanner, meanwhile=_loader(load))
 

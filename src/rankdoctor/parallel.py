@@ -56,11 +56,12 @@ def default_jobs() -> int:
 
 
 def _plain_path(source: Source) -> Path | None:
-    """The file behind a source when it is an uncompressed regular file (splittable)."""
+    """The file behind a source when it is an uncompressed regular file (splittable): a
+    Path, or an object in storage (``ingest.storage``)."""
     path = getattr(source, "path", None)
     if path is None or source.warnings:
         return None
-    return Path(path)
+    return path
 
 
 # -- byte ranges ---------------------------------------------------------------------------
@@ -93,7 +94,7 @@ def split_file(path: Path, size: int, range_bytes: int, chunk_size: int) -> list
     step = max(chunk_size, range_bytes - range_bytes % chunk_size)
     cuts = [0]
     prev_chunk = [0]
-    with open(path, "rb") as f:
+    with _sources.open_plain(path) as f:
         at = step
         while at < size:
             b = chunk_boundary(f, at, chunk_size)
@@ -129,15 +130,15 @@ class _RangeResult:
     newlines: int
 
 
-def _scan_range(r: _Range, dialect, chunk_size: int) -> _RangeResult:
-    scanner: Scanner = _STATE["scanner"]
+def _scan_range(r: _Range, dialect, chunk_size: int, scanner: Scanner | None = None) -> _RangeResult:
+    scanner = scanner or _STATE["scanner"]
     result = ScanResult()
     stats = InputStats(path=r.name)
     base = scanner.note_name(r.name, result)
     cur = Cursor(dialect=dialect)
     try:
         if r.start:
-            with open(r.path, "rb") as f:
+            with _sources.open_plain(r.path) as f:
                 lo = max(r.tail_from, r.start - CONTEXT_BYTES)
                 f.seek(lo)
                 cur.tail = f.read(r.start - lo)
@@ -198,11 +199,45 @@ def scan_parallel(
     scanner = scanner or Scanner(kb)
     if total >= VECTOR_COUNT_MIN:
         vector_count()  # imported here, once, before the workers fork
+    plan = plan_scan(sources, jobs, chunk_size, range_bytes)
+    _STATE.clear()
+    _STATE.update(scanner=scanner, sources=sources)
+    ctx = mp.get_context("fork")
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker)
+    ok = False
+    try:
+        futures = submit_plan(
+            plan, lambda indexes: pool.submit(_scan_whole, indexes, chunk_size),
+            lambda r, dialect: pool.submit(_scan_range, r, dialect, chunk_size))
+        # the pool has forked its workers now; a progress bar may start its thread
+        if meanwhile is not None:
+            meanwhile()
+        out = merge_plan(scanner, sources, plan, futures, Future.result, chunk_size, progress)
+        ok = True
+        return out
+    finally:
+        if ok:
+            pool.shutdown(wait=True)
+        else:  # Ctrl-C or an error: do not wait for queued work
+            _abort(pool)
+        _STATE.clear()
+
+
+# -- planning and merging (this pool's, and any other engine's: remote/ray_engine.py) --------
+
+
+def plan_scan(sources: list[Source], jobs: int, chunk_size: int = CHUNK, range_bytes: int | None = None) -> list:
+    """The work items for ``jobs`` workers: batches of whole sources, the byte ranges of
+    each large plain file (its dialect read here, once), and what only this process can
+    read (stdin). Items: ``["whole", [index], size]``, ``("split", index, [_Range], dialect,
+    size)``, ``("here", index, size)``, in input order."""
+    sizes = [s.size or 0 for s in sources]
+    total = sum(sizes)
     if range_bytes is None:
         range_bytes = min(MAX_RANGE, max(2 * chunk_size, total // (jobs * 4)))
 
     # plan: batches of whole sources, or the ranges of a split file (its dialect read here, once)
-    plan: list = []  # ["whole", [index], size] | ("split", index, [_Range], dialect, size) | ("here", index, size)
+    plan: list = []
     batch_bytes = min(BATCH_BYTES, max(1, total // (jobs * BATCHES_PER_JOB)))
     batch_count = max(1, len(sources) // (jobs * BATCHES_PER_JOB))
     for i, src in enumerate(sources):
@@ -232,50 +267,49 @@ def scan_parallel(
         ranges = [_Range(i, path, src.name, a, b, pc, k == len(cuts) - 1) for k, (a, b, pc) in enumerate(cuts)]
         plan.append(("split", i, ranges, dialect, sizes[i]))
 
-    _STATE.clear()
-    _STATE.update(scanner=scanner, sources=sources)
-    ctx = mp.get_context("fork")
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker)
+    return plan
+
+
+def submit_plan(plan: list, whole: Callable[[list[int]], object], split: Callable[[_Range, object], object]) -> list:
+    """Hand each item of ``plan`` to an engine: ``whole(indexes)`` and ``split(range,
+    dialect)`` return a handle for the result (a future, an object reference)."""
+    handles: list = []
+    for item in plan:
+        if item[0] == "whole":
+            handles.append(whole(item[1]))
+        elif item[0] == "split":
+            handles.append([split(r, item[3]) for r in item[2]])
+        else:
+            handles.append(None)
+    return handles
+
+
+def merge_plan(scanner: Scanner, sources: list[Source], plan: list, handles: list, get: Callable[[object], object],
+               chunk_size: int = CHUNK, progress: Progress | None = None) -> ScanResult:
+    """The scan's result from the items' results (``get(handle)``), in input order: what
+    ``scan_sources`` gives for the same sources."""
+    total = sum(s.size or 0 for s in sources)
     done = 0
-    ok = False
-    try:
-        futures: list = []
-        for item in plan:
-            if item[0] == "whole":
-                futures.append(pool.submit(_scan_whole, item[1], chunk_size))
-            elif item[0] == "split":
-                futures.append([pool.submit(_scan_range, r, item[3], chunk_size) for r in item[2]])
-            else:
-                futures.append(None)
-        # the pool has forked its workers now; a progress bar may start its thread
-        if meanwhile is not None:
-            meanwhile()
-        out = ScanResult()
-        for item, fut in zip(plan, futures):
-            kind, index = item[0], item[1]
-            if kind == "here":
-                part = scanner.scan_source(sources[index], chunk_size)
-                done += part.inputs[0].bytes if part.inputs else 0
-            elif kind == "whole":
-                part = fut.result()
-                done += item[2]
-            else:
-                part = _merge_ranges(scanner, sources[index], fut, item[2], progress, done, total)
-                done += item[4]
-            out.extend(part)
-            if progress:
-                progress(min(done, total) if total else done, total)
-        ok = True
-        return out
-    finally:
-        if ok:
-            pool.shutdown(wait=True)
-        else:  # Ctrl-C or an error: do not wait for queued work
-            _abort(pool)
-        _STATE.clear()
+    out = ScanResult()
+    for item, handle in zip(plan, handles):
+        kind, index = item[0], item[1]
+        if kind == "here":
+            part = scanner.scan_source(sources[index], chunk_size)
+            done += part.inputs[0].bytes if part.inputs else 0
+        elif kind == "whole":
+            part = get(handle)
+            done += item[2]
+        else:
+            part = _merge_ranges(scanner, sources[index], handle, item[2], progress, done, total, get)
+            done += item[4]
+        out.extend(part)
+        if progress:
+            progress(min(done, total) if total else done, total)
+    return out
 
 
-def _merge_ranges(scanner: Scanner, src: Source, futs: list[Future], ranges: list[_Range], progress, done: int, total: int) -> ScanResult:
+def _merge_ranges(scanner: Scanner, src: Source, futs: list, ranges: list[_Range], progress, done: int, total: int,
+                  get: Callable[[object], object] = Future.result) -> ScanResult:
     """One source's result from the results of its ranges, in order, lines shifted: each
     kind of line keeps its first occurrences from the earliest ranges and its last from
     the latest, and counts them all (``ScanResult.extend``)."""
@@ -285,7 +319,7 @@ def _merge_ranges(scanner: Scanner, src: Source, futs: list[Future], ranges: lis
     scanner.note_name(src.name, part)
     lines = 0
     for r, fut in zip(ranges, futs):
-        rr: _RangeResult = fut.result()
+        rr: _RangeResult = get(fut)  # type: ignore[assignment]
         _shift(rr.result, lines)
         part.extend(rr.result)
         stats.bytes += rr.stats.bytes

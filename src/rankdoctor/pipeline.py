@@ -28,7 +28,9 @@ def diagnose_paths(
     ``kb`` may be a function that loads the knowledge base: it is called after the scan
     (the scan may have called it already, while its workers ran).
     Raises InputError / DumpError for input that cannot be read."""
-    dumps, problems, dump_files = dumps_near(paths, fr) if use_fr else ([], [], set())
+    # (Flight Recorder dumps are looked for among local paths; objects in storage are logs)
+    local = [p for p in paths if "://" not in p]
+    dumps, problems, dump_files = dumps_near(local, fr) if use_fr else ([], [], set())
     sources = [s for s in expand_inputs(paths) if s.name not in dump_files]
     from .ingest.ncclras import ras_among
     from .ingest.stacks import stacks_among

@@ -365,13 +365,18 @@ def scanner_for(directory: Path | None, load_kb: Callable[[], "KnowledgeBase"]) 
     pattern table cached for exactly these entry files and this code when there is one (no
     YAML parsed, no pydantic imported; the compiled database comes from its own cache, see
     ``_database``); ``load_kb`` is called only when there is not."""
+    return Scanner(table=table_for(directory, load_kb))
+
+
+def table_for(directory: Path | None, load_kb: Callable[[], "KnowledgeBase"]) -> list[Row]:
+    """``scanner_for``'s pattern table (what another engine's workers build a scanner from)."""
     directory = directory or cache.default_entries_dir()
     key = cache.fingerprint(directory)
     table = cache.load("patterns", key)
     if not isinstance(table, list):
         table = pattern_table(load_kb())
         cache.store("patterns", key, table)
-    return Scanner(table=table)
+    return table
 
 
 class Scanner:

@@ -363,12 +363,14 @@ class _Archive:
     central directory: quadratic in the number of members.) One archive is held open at a
     time; it closes once another is opened and its last member stream is closed. The
     handle is opened again in a forked worker (a descriptor shared across fork would share
-    its file position)."""
+    its file position), and in another process it is sent to (pickled without it).
+    ``open_raw`` opens the archive file itself (a local file, or an object in storage:
+    remote.py)."""
 
     held: "_Archive | None" = None
 
-    def __init__(self, path: str, kind: str):
-        self.path = path
+    def __init__(self, open_raw: Callable[[], BinaryIO], kind: str):
+        self.open_raw = open_raw
         self.kind = kind  # "tar", "tar.gz" or "zip"
         self._handle: object = None  # a ZipFile, or the tar's (decompressed) bytes
         self._raw: BinaryIO | None = None  # the file under it
@@ -376,7 +378,7 @@ class _Archive:
         self._readers = 0
 
     def _open(self) -> None:
-        self._raw = open_regular(self.path)
+        self._raw = self.open_raw()
         if self.kind == "zip":
             self._handle = zipfile.ZipFile(self._raw)
         else:
@@ -387,6 +389,12 @@ class _Archive:
             if f is not None:
                 f.close()  # type: ignore[attr-defined]
         self._handle = self._raw = None
+
+    def __getstate__(self) -> dict:
+        return {"open_raw": self.open_raw, "kind": self.kind}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["open_raw"], state["kind"])
 
     def _done(self) -> None:
         self._readers -= 1
@@ -425,12 +433,12 @@ def _damage_note(display: str, exc: BaseException) -> "Source":
     return _note(display, f"{display}: input ends early (truncated or damaged archive: {exc}); read what was intact")
 
 
-def _tar_sources(path: str, display: str, gz: bool) -> Iterator[Source]:
-    archive = _Archive(path, "tar.gz" if gz else "tar")
+def _tar_sources(open_raw: Callable[[], BinaryIO], display: str, gz: bool) -> Iterator[Source]:
+    archive = _Archive(open_raw, "tar.gz" if gz else "tar")
     members: list[tuple[str, int, int]] = []
     damage: BaseException | None = None
     try:
-        with open_regular(path) as raw, tarfile.open(fileobj=raw, mode="r:gz" if gz else "r:") as tf:
+        with open_raw() as raw, tarfile.open(fileobj=raw, mode="r:gz" if gz else "r:") as tf:
             while True:
                 try:
                     m = tf.next()
@@ -449,10 +457,10 @@ def _tar_sources(path: str, display: str, gz: bool) -> Iterator[Source]:
         yield _damage_note(display, damage)
 
 
-def _zip_sources(path: str, display: str) -> Iterator[Source]:
-    archive = _Archive(path, "zip")
+def _zip_sources(open_raw: Callable[[], BinaryIO], display: str) -> Iterator[Source]:
+    archive = _Archive(open_raw, "zip")
     try:
-        with open_regular(path) as raw, zipfile.ZipFile(raw) as zf:
+        with open_raw() as raw, zipfile.ZipFile(raw) as zf:
             infos = [i for i in zf.infolist() if not i.is_dir() and i.file_size]
     except (*_DAMAGE, RuntimeError, NotImplementedError) as exc:
         raise InputError(f"{display}: cannot read zip archive: damaged or not a zip archive ({exc})") from exc
@@ -482,20 +490,32 @@ def _file_sources(path: str, display: str, size: int) -> Iterator[Source]:
             os.close(fd)
     except OSError as exc:
         raise InputError(f"{display}: cannot read: {exc.strerror or exc}") from exc
+    yield from sources_in(display, size, data, partial(open_regular, path), Path(path))
+
+
+def sources_in(display: str, size: int, data: bytes, open_raw: Callable[[], BinaryIO], plain: object) -> Iterator[Source]:
+    """The sources in one file whose first bytes are ``data`` (the whole file when it is at
+    most MAX_UNWRAP bytes): itself, its decompressed content, or an archive's members.
+    ``open_raw`` opens the file; ``plain`` is what byte ranges are read from when it is an
+    uncompressed log (a Path, or an object in storage: remote.py)."""
     kind = _kind(data)
     if kind == "zip":
-        yield from _zip_sources(path, display)
+        yield from _zip_sources(open_raw, display)
     elif kind in ("tar", "tar.gz"):
-        yield from _tar_sources(path, display, kind == "tar.gz")
+        yield from _tar_sources(open_raw, display, kind == "tar.gz")
     elif kind == "plain":
         small = data if 0 < size <= MAX_UNWRAP else None
-        yield _unwrapped(Source(display, partial(open_regular, path), size, path=Path(path)), small)
+        yield _unwrapped(Source(display, open_raw, size, path=plain), small)  # type: ignore[arg-type]
     else:
-        yield _unwrapped(Source(display, partial(_open_decompressing, path, data[:4]), size))
+        yield _unwrapped(Source(display, partial(_open_raw_decompressing, open_raw, data[:4]), size))
 
 
 def _open_decompressing(path: str, head: bytes) -> BinaryIO:
     return _decompressing(open_regular(path), head)
+
+
+def _open_raw_decompressing(open_raw: Callable[[], BinaryIO], head: bytes) -> BinaryIO:
+    return _decompressing(open_raw(), head)
 
 
 def _kind(head: bytes) -> str:
@@ -591,6 +611,12 @@ def expand_inputs(paths: list[str], stdin: BinaryIO | None = None) -> list[Sourc
             data_stream = stdin if stdin is not None else sys.stdin.buffer
             sources.append(_stdin_source(data_stream))
             continue
+        if "://" in given:  # s3://, gs://, file:// (storage.py)
+            from .storage import expand_url, is_url
+
+            if is_url(given):
+                sources.extend(expand_url(given))
+                continue
         path, name = Path(given), shown(given)
         try:
             st = path.stat()
@@ -724,28 +750,43 @@ def iter_file_chunks(path: Path, start: int = 0, end: int | None = None, chunk_s
     exactly as a sequential read of the whole file is, so the pairs are the same as
     ``iter_chunks(open(path, "rb"))``'s.
     """
+    if not isinstance(path, (str, os.PathLike)):  # an object in storage (remote.py): ranged reads
+        return _chunks(path.pread, path.size if end is None else end, start, chunk_size)  # type: ignore[attr-defined]
     fd = _regular_fd(path)  # an unreadable file (or one swapped for a FIFO) fails here, before the first chunk
     return _file_chunks(fd, start, end, chunk_size)
+
+
+def open_plain(path: "Path | object") -> BinaryIO:
+    """A plain log that byte ranges are read from (``Source.path``), opened for seek and read."""
+    if not isinstance(path, (str, os.PathLike)):
+        return path.open()  # type: ignore[attr-defined]
+    return open(path, "rb")
 
 
 def _file_chunks(fd: int, start: int, end: int | None, chunk_size: int) -> Iterator[tuple[bytes, int]]:
     try:
         fend = os.fstat(fd).st_size if end is None else end
-        pos = start
-        block_end = min((start // chunk_size + 1) * chunk_size, fend)
-        while pos < fend:
-            data = os.pread(fd, block_end - pos, pos)
-            if len(data) < block_end - pos:  # the file got shorter while we read it
-                fend = block_end = pos + len(data)
-                if not data:
-                    return
-            cut = data.rfind(b"\n")
-            if cut < 0 and len(data) <= MAX_LINE and block_end < fend:
-                block_end = min(block_end + chunk_size, fend)  # a short piece of a line: read it again with the next block
-                continue
-            n = len(data) if cut < 0 else cut + 1  # a line longer than MAX_LINE is cut here
-            yield data, n
-            pos += n
-            block_end = min(block_end + chunk_size, fend)
+        yield from _chunks(partial(os.pread, fd), fend, start, chunk_size)
     finally:
         os.close(fd)
+
+
+def _chunks(pread: Callable[[int, int], bytes], fend: int, start: int, chunk_size: int) -> Iterator[tuple[bytes, int]]:
+    """``_file_chunks``'s loop over ``pread(length, offset)``: a file's descriptor or an
+    object in storage."""
+    pos = start
+    block_end = min((start // chunk_size + 1) * chunk_size, fend)
+    while pos < fend:
+        data = pread(block_end - pos, pos)
+        if len(data) < block_end - pos:  # the file got shorter while we read it
+            fend = block_end = pos + len(data)
+            if not data:
+                return
+        cut = data.rfind(b"\n")
+        if cut < 0 and len(data) <= MAX_LINE and block_end < fend:
+            block_end = min(block_end + chunk_size, fend)  # a short piece of a line: read it again with the next block
+            continue
+        n = len(data) if cut < 0 else cut + 1  # a line longer than MAX_LINE is cut here
+        yield data, n
+        pos += n
+        block_end = min(block_end + chunk_size, fend)

@@ -1,0 +1,1 @@
+"""Engines that scan on other machines than this one (``rankdoctor diagnose --engine ray``)."""
