@@ -9,6 +9,11 @@ REPEAT times on warm files, the tools taking turns; the best wall time gives MB/
 largest single process) and, for rankdoctor, the summed RSS of all its processes.
 Output goes to files under bench/data/out/ (never /dev/null: grep stops at the first
 match when it writes there).
+
+BASE_SRC=/path/to/other/src adds "rankdoctor @base": the same CLI with that source tree
+first on PYTHONPATH (e.g. ``git archive HEAD~3 src entries | tar -x -C /tmp/base``), in
+the same rotation, so a change is measured against what it replaces in the same minutes.
+NO_CACHE=0 leaves out the no-cache row.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ PY = str(VENV / "bin" / "python")
 RD = str(VENV / "bin" / "rankdoctor")
 REPEAT = int(os.environ.get("REPEAT", "3"))
 JOBS = os.environ.get("JOBS", "2")
+BASE_SRC = os.environ.get("BASE_SRC")
+NO_CACHE = os.environ.get("NO_CACHE", "1") != "0"
 
 
 def size_of(path: Path) -> int:
@@ -99,17 +106,22 @@ def main() -> int:
     print(f"{'input':18s} {'MB':>7s} {'tool':24s} {'best s':>7s} {'MB/s':>7s} {'peak RSS MiB':>12s}")
     for name in inputs:
         path = DATA / name
+        print(f"# {name}: {time.strftime('%a %b %d %Y %H:%M:%S UTC', time.gmtime())}, load average "
+              + " ".join(f"{x:.2f}" for x in os.getloadavg()), flush=True)
         mb = size_of(path) / 1e6
         warm(path)
         cold = {**env, "RANKDOCTOR_CACHE": "0"}
-        tools = [
-            ("rankdoctor (CLI)", [RD, "diagnose", str(path), "--format", "json"], env),
-            ("rankdoctor, no cache", [RD, "diagnose", str(path), "--format", "json"], cold),
-        ]
+        tools = [("rankdoctor (CLI)", [RD, "diagnose", str(path), "--format", "json"], env)]
+        if BASE_SRC:
+            base = {**env, "PYTHONPATH": os.pathsep.join([BASE_SRC, *filter(None, [env.get("PYTHONPATH")])])}
+            tools.append(("rankdoctor @base", [RD, "diagnose", str(path), "--format", "json"], base))
+        if NO_CACHE:
+            tools.append(("rankdoctor, no cache", [RD, "diagnose", str(path), "--format", "json"], cold))
         if rg:
             tools.append((f"rg -j{JOBS} -F", [rg, f"-j{JOBS}", "-F", "-f", str(lits), str(path)], env))
         tools.append(("LC_ALL=C grep -F", ["env", "LC_ALL=C", "grep", "-r", "-F", "-f", str(lits), str(path)], env))
-        subprocess.run(tools[0][1], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fill the cache
+        for _tool, cmd, e in tools[: 2 if BASE_SRC else 1]:  # fill the caches
+            subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=e)
         runs: dict[str, list] = {t[0]: [] for t in tools}
         for i in range(REPEAT):  # take turns, so a busy moment on a shared machine hits all tools
             for tool, cmd, e in tools:
@@ -124,7 +136,7 @@ def main() -> int:
         tree = tree_peak_rss(tools[0][1], OUT / "tree.out")
         print(f"{name:18s} {'':7s} {'rankdoctor: all processes':24s} {'':7s} {'':7s} {tree / 1024:12.0f}  (summed RSS, sampled)")
         if rg:
-            for tool in ("rankdoctor (CLI)", "rankdoctor, no cache"):
+            for tool in [t[0] for t in tools if t[0].startswith("rankdoctor")]:
                 print(f"{name:18s} {'':7s} ratio {tool} / rg = {res[f'rg -j{JOBS} -F'][0] / res[tool][0]:.2f}")
         rows.append((name, mb, res))
     # start-up cost

@@ -173,3 +173,19 @@ def test_a_p2p_wait_cycle_alone_is_a_failure():
     d = rankdoctor.diagnose([str(P2P_ORDER / "stacks")])
     assert d.verdict != "no-failure-found"
     assert d.diagnoses[0].entry == "pipeline-p2p-unmatched-send-recv" and list(d.diagnoses[0].initiating_ranks) == [1, 5]
+
+
+def test_a_large_pyspy_json_dump_among_logs_is_found_and_a_large_bracketed_log_is_not_a_dump(tmp_path):
+    # over SMALL_LOG only the head of a log is read first: a py-spy JSON list ("[" then "{")
+    # is read whole, a log whose lines start with "[I1130 ..." is not
+    from rankdoctor.ingest.sources import expand_inputs
+    from rankdoctor.ingest.stacks import SMALL_LOG, stacks_among
+
+    data = json.loads((PYSPY / "pyspy_rank1.json").read_text())
+    data[0]["frames"][0]["locals"] = [{"name": "blob", "repr": "x" * SMALL_LOG}]
+    (tmp_path / "pyspy_rank1.json").write_text(json.dumps(data, indent=2))
+    line = "[I1130 05:07:27.467367083 TCPStore.cpp:271] [c10d - debug] Thread 1 started on port = 43191.\n"
+    (tmp_path / "rank_0.log").write_text(line * (2 * SMALL_LOG // len(line)))
+    dumps, pure = stacks_among(expand_inputs([str(tmp_path)]))
+    assert [d.source for d in dumps] == [str(tmp_path / "pyspy_rank1.json")] and dumps[0].rank == 1
+    assert pure == {str(tmp_path / "pyspy_rank1.json")}

@@ -117,12 +117,54 @@ MIN_GAP = 2.0  # seconds: below this, ranks stopped together
 
 
 @dataclass
+class EntryLines:
+    """What one entry's lines show, the same for every hypothesis about that entry: read
+    once per entry, not once per hypothesis (a noisy run has thousands of lines of one
+    entry and dozens of hypotheses)."""
+
+    events: list[Event]
+    causes: list[Event]
+    weights: list[float]  # of its distinct cause signatures
+    signatures: set[str]  # of its cause and symptom lines
+    context_signatures: set[str]
+    any_symptom: bool
+    launcher_only: bool  # every cause line is the launcher's
+    repeats: bool  # a cause line comes from a line that kept repeating
+    ranks_with_lines: set[int | None]  # of its cause, symptom and context lines
+    unranked: bool  # none of its lines has a rank
+    cause_ranks: set[int]
+    cause_places: set[tuple[str, int]]  # (source, line) of its cause lines
+    places: set[tuple[int | None, str, int]]  # (rank, source, line) of all its lines
+    first_by_time: int | None  # _first_by_time(causes)
+
+
+def entry_lines(kb: KnowledgeBase, evs: list[Event]) -> EntryLines:
+    causes = [e for e in evs if e.role == "cause"]
+    return EntryLines(
+        events=evs,
+        causes=causes,
+        weights=[_weight(kb, e) for e in {e.signature: e for e in causes}.values()],
+        signatures={e.signature for e in evs if e.role in ("cause", "symptom")},
+        context_signatures={e.signature for e in evs if e.role == "context"},
+        any_symptom=any(e.role == "symptom" for e in evs),
+        launcher_only=all("launcher" in e.captures for e in causes),
+        repeats=any("repeats" in e.captures for e in causes),
+        ranks_with_lines={e.rank for e in evs if e.role in ("cause", "symptom", "context")},
+        unranked=all(e.rank is None for e in evs),
+        cause_ranks={e.rank for e in causes if e.rank is not None},
+        cause_places={(e.source, e.line) for e in causes},
+        places={(e.rank, e.source, e.line) for e in evs},
+        first_by_time=_first_by_time(causes),
+    )
+
+
+@dataclass
 class Context:
     """What every hypothesis of one run is compared against, computed once."""
 
     kb: KnowledgeBase
     table: RankTable
-    by_entry: dict[str, list[Event]]
+    by_entry: dict[str, EntryLines]
     failed: dict[int, Event]  # rank -> first own failure not preceded by its own wait
     waiting: set[int]
     quiet: dict[int, float]
@@ -141,10 +183,11 @@ class Context:
 
 
 def context(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Context:
-    by_entry: dict[str, list[Event]] = {}
+    grouped: dict[str, list[Event]] = {}
     for e in events:
         if e.entry:
-            by_entry.setdefault(e.entry, []).append(e)
+            grouped.setdefault(e.entry, []).append(e)
+    by_entry = {entry: entry_lines(kb, evs) for entry, evs in grouped.items()}
     failed = {r: f for r, rw in table.rows.items() if (f := primary_failure(rw)) is not None}
     # a rank that failed by itself before it waited is not waiting on anyone: its waits followed its own failure
     waiting = {r for r, rw in table.rows.items() if rw.waits and r not in failed}
@@ -171,23 +214,23 @@ def primary_failure(rw: RankRow) -> Event | None:
     return None
 
 
+_NO_LINES = EntryLines([], [], [], set(), set(), False, True, False, set(), True, set(), set(), set(), None)
+
+
 def featurize(h: Hypothesis, cx: Context) -> dict[str, float]:
-    kb = cx.kb
     entry = h.entry
-    evs = cx.by_entry.get(entry.id, [])
-    causes = [e for e in evs if e.role == "cause"]
+    lines = cx.by_entry.get(entry.id, _NO_LINES)
+    evs, causes = lines.events, lines.causes
     f: dict[str, float] = {}
 
-    weights = [_weight(kb, e) for e in causes]
-    f["entry_cause"] = max(weights, default=0.0)
-    f["entry_strong"] = float(any(w >= 0.8 for w in weights))
-    sigs = {e.signature for e in evs if e.role in ("cause", "symptom")}
-    f["entry_signatures"] = min(len(sigs), 4) / 4
-    f["entry_context"] = min(len({e.signature for e in evs if e.role == "context"}), 3) / 3
-    f["entry_symptom_only"] = float(bool(evs) and not causes and any(e.role == "symptom" for e in evs))
+    f["entry_cause"] = max(lines.weights, default=0.0)
+    f["entry_strong"] = float(any(w >= 0.8 for w in lines.weights))
+    f["entry_signatures"] = min(len(lines.signatures), 4) / 4
+    f["entry_context"] = min(len(lines.context_signatures), 3) / 3
+    f["entry_symptom_only"] = float(bool(evs) and not causes and lines.any_symptom)
     f["entry_none"] = float(not evs)
-    f["entry_launcher_only"] = float(bool(causes) and all("launcher" in e.captures for e in causes))
-    f["entry_repeats"] = float(any("repeats" in e.captures for e in causes))
+    f["entry_launcher_only"] = float(bool(causes) and lines.launcher_only)
+    f["entry_repeats"] = float(lines.repeats)
 
     for k in Kind:
         f["kind_" + k.name] = float(h.kind == k)
@@ -207,31 +250,30 @@ def featurize(h: Hypothesis, cx: Context) -> dict[str, float]:
 
     ranks = h.ranks
     if ranks:
-        f.update(_claim(h, cx, causes, evs))
+        f.update(_claim(h, cx, lines))
     else:
-        cause_ranks = {e.rank for e in causes if e.rank is not None}
+        cause_ranks = lines.cause_ranks
         f["norank_job_scope"] = float(entry.scope.value == "job")
         f["norank_spread"] = float(len(cause_ranks) >= 2)
-        f["norank_unranked"] = float(bool(evs) and all(e.rank is None for e in evs))
-        mine = {(e.source, e.line) for e in causes}
-        f["norank_unexplained_failure"] = float(any(ev.where not in mine for ev in cx.failed.values()))
-        f["norank_first_known"] = float(len(cause_ranks) >= 2 and _first_by_time(causes) is not None)
+        f["norank_unranked"] = float(bool(evs) and lines.unranked)
+        f["norank_unexplained_failure"] = float(any(ev.where not in lines.cause_places for ev in cx.failed.values()))
+        f["norank_first_known"] = float(len(cause_ranks) >= 2 and lines.first_by_time is not None)
         f["norank_numeric_first"] = float(cx.numeric_first is not None and entry.class_ == NUMERIC_CLASS)
     return {k: f.get(k, 0.0) for k in FEATURES}
 
 
-def _claim(h: Hypothesis, cx: Context, causes: list[Event], evs: list[Event]) -> dict[str, float]:
+def _claim(h: Hypothesis, cx: Context, lines: EntryLines) -> dict[str, float]:
     table = cx.table
+    causes = lines.causes
     ranks = set(h.ranks)
     rows = [table.row(r) for r in sorted(ranks)]
     others = (table.expected | set(table.rows)) - ranks
     explains = {x.value for x in h.entry.explains}
     f: dict[str, float] = {"claim": 1.0, "claim_set": float(len(ranks) > 1)}
-    lines_here = [e for e in evs if e.rank in ranks and e.role in ("cause", "symptom", "context")]
-    f["claim_entry_here"] = float(all(any(e.rank == r for e in lines_here) for r in ranks))
-    cause_ranks = {e.rank for e in causes if e.rank is not None}
+    f["claim_entry_here"] = float(ranks <= lines.ranks_with_lines)
+    cause_ranks = lines.cause_ranks
     f["claim_entry_only_here"] = float(bool(cause_ranks) and cause_ranks <= ranks)
-    f["claim_entry_first"] = float(all(_entry_first(h.entry.id, cx.failed.get(r), evs) for r in ranks))
+    f["claim_entry_first"] = float(all(_entry_first(cx.failed.get(r), lines.places) for r in ranks))
     f["claim_own_failure"] = float(all(r in cx.failed or table.row(r).end == End.own_death for r in ranks))
     failing = set(cx.failed) | {r for r, rw in table.rows.items() if rw.end == End.own_death}
     f["claim_sole_failure"] = float(failing == ranks and bool(others))
@@ -289,10 +331,9 @@ def _claim(h: Hypothesis, cx: Context, causes: list[Event], evs: list[Event]) ->
             small = reporters if len(reporters) < len(silent) else silent
             f["claim_smaller_side"] = float(ranks == small)
     desync_entries = cx.desync_entries
-    desync_lines = [e for e in causes if e.entry in desync_entries]
     f["claim_reporter_only"] = float(
-        h.entry.id in desync_entries
-        and all(r in cx.failed and same_block(cx.failed[r], desync_lines) for r in ranks)
+        h.entry.id in desync_entries  # (then every cause line is a desync entry's)
+        and all(r in cx.failed and same_block(cx.failed[r], causes) for r in ranks)
         and not f.get("claim_minority") and not f.get("claim_named")
     )
     f["claim_fr_mismatch"] = float(all(rw.fr_kinds & FR_MISMATCH for rw in rows))
@@ -316,15 +357,13 @@ def _claim(h: Hypothesis, cx: Context, causes: list[Event], evs: list[Event]) ->
     return f
 
 
-def _entry_first(entry_id: str, first: Event | None, evs: list[Event]) -> bool:
+def _entry_first(first: Event | None, places: set[tuple[int | None, str, int]]) -> bool:
     """The entry fired on the line of the rank's first own failure, or on a line of the
-    same traceback just before it (an exception's message is often matched a line above)."""
+    same traceback just before it (an exception's message is often matched a line above);
+    ``places``: (rank, source, line) of the entry's lines."""
     if first is None:
         return False
-    for e in evs:
-        if e.rank == first.rank and e.source == first.source and 0 <= first.line - e.line <= 3:
-            return True
-    return False
+    return any((first.rank, first.source, first.line - d) in places for d in range(4))
 
 
 def _cover(claimed: set[int], group: set[int]) -> float:

@@ -76,6 +76,7 @@ _P_DMESG_T = re.compile(
     r"\[(?:\w{3}) (?P<mon>\w{3}) +(?P<d>\d{1,2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2}) (?P<y>\d{4})\] "
 )
 _P_DMESG = re.compile(r"\[ *\+?(?P<up>\d+\.\d+)\] ")
+_GLOG_LEVELS = frozenset("IWEFVD")
 _P_SRUN = re.compile(r" {0,4}(?P<rank>\d{1,5}) ?: ")
 # `grep pattern *.log` across files puts the file name first: "LOG1.0.txt:host:pid:tid [0] NCCL INFO ..."
 _P_GREPFILE = re.compile(r"(?P<file>[\w.-]+(?:/[\w.-]+)*\.(?:log|txt|out|err))[:-](?=\S)")
@@ -133,41 +134,45 @@ def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, 
             a.rank = int(m["rank"])
             pos = m.end()
             continue
-        if (m := _P_RANK.match(text, pos)):
+        # each prefix below can start only with the characters its test names: a line's
+        # message (where every line ends up) is not tried against a dozen regexes
+        c = text[pos] if pos < n else ""
+        bracket = c == "["
+        if bracket and (m := _P_RANK.match(text, pos)):
             a.rank = int(m["rank"])
-        elif (m := _P_DEFAULT.match(text, pos)):
+        elif bracket and (m := _P_DEFAULT.match(text, pos)):
             a.local_rank = int(m["local_rank"])
-        elif (m := _P_MPI.match(text, pos)):
+        elif bracket and (m := _P_MPI.match(text, pos)):
             a.rank = int(m["rank"])
-        elif (m := _P_LIGHTNING.match(text, pos)):
+        elif bracket and (m := _P_LIGHTNING.match(text, pos)):
             a.rank = int(m["rank"])
-        elif (m := _P_KUBECTL.match(text, pos)):
+        elif bracket and (m := _P_KUBECTL.match(text, pos)):
             a.host = m["host"]
-        elif (m := _P_ISO.match(text, pos)):
+        elif (bracket or c.isdecimal()) and (m := _P_ISO.match(text, pos)):  # (\d is isdecimal)
             # a log viewer's "2025-02-18 12:54 " stamp may stop at the minute
             a.time, a.ts = _iso(int(m["y"]), int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"] or 0), m["f"] or "")
-        elif (m := _P_GLOG.match(text, pos)) and (m["file"] or m["tid"] or text[pos] == "["):
+        elif (bracket or c in _GLOG_LEVELS) and (m := _P_GLOG.match(text, pos)) and (m["file"] or m["tid"] or bracket):
             # glog has no year: keep month-day, sortable within the run
             iso, ts = _iso(1970, int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]), m["f"] or "")
             if a.time is None:  # a dated stamp before it on the line (a log collector's) stays the line's time
                 a.time = "--" + iso[5:]
                 a.ts = ts
             a.extra["level"] = m["lvl"]
-        elif (m := _P_NCCL.match(text, pos)):
+        elif not bracket and (m := _P_NCCL.match(text, pos)):
             a.host = a.host or m["host"]
             a.pid = int(m["pid"])
             a.device = int(m["device"])
-        elif (m := _P_RAY.match(text, pos)):
+        elif c == "(" and (m := _P_RAY.match(text, pos)):
             a.pid = int(m["pid"])
             if m["rank"] is not None:
                 a.rank = int(m["rank"])
             if m["ip"]:
                 a.host = a.host or m["ip"]
             a.extra["actor"] = m["actor"]
-        elif (m := _P_DMESG_T.match(text, pos)):
+        elif bracket and (m := _P_DMESG_T.match(text, pos)):
             mon = _MONTHS.get(m["mon"], 1)
             a.time, a.ts = _iso(int(m["y"]), mon, int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]))
-        elif (m := _P_DMESG.match(text, pos)):
+        elif bracket and (m := _P_DMESG.match(text, pos)):
             a.extra["uptime"] = m["up"]
         else:
             break

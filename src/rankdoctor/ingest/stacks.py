@@ -164,6 +164,20 @@ SMALL_LOG = 1024 * 1024  # logs up to this size are searched whole for a faultha
 _HEAD = 64 * 1024
 
 
+def _pyspy_like(head: str) -> bool:
+    """The head of a file could start a py-spy dump: "Process N:", or a JSON list of
+    objects ("[" then "{"; only a list of thread objects is read as one, see
+    ``parse_stack_dump``). A log whose lines start with "[I1130 ..." or "[rank3]:" is
+    not: it is not read whole here."""
+    text = head.lstrip()
+    if text.startswith("Process "):
+        return True
+    if not text.startswith("["):
+        return False
+    rest = text[1:].lstrip()
+    return not rest or rest.startswith("{")
+
+
 def stacks_among(sources) -> tuple[list[StackDump], set[str]]:
     """Stack dumps among log inputs (``ingest.sources.Source``), and the names of those that
     are nothing but a dump (py-spy output: left out of the log scan). A faulthandler dump
@@ -174,8 +188,7 @@ def stacks_among(sources) -> tuple[list[StackDump], set[str]]:
     pure: set[str] = set()
 
     def wanted(head: bytes, size: int) -> int | None:
-        pyspy_like = head.decode("utf-8", "replace").lstrip().startswith(("[", "Process "))
-        return MAX_BYTES if pyspy_like or size <= SMALL_LOG else None
+        return MAX_BYTES if size <= SMALL_LOG or _pyspy_like(head.decode("utf-8", "replace")) else None
 
     for src in sources:
         head = src.read_if(wanted, _HEAD)
