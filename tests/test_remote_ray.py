@@ -6,6 +6,7 @@ processes only)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -24,7 +25,7 @@ def cluster(s3_server):
     try:
         yield c.launch()
     except RayUnavailable as exc:  # installed (the Makefile installs it), but it cannot run here
-        pytest.skip(f"a local Ray cluster cannot start on this machine: {exc}")
+        _unavailable(exc)
     finally:
         c.stop()
 
@@ -33,7 +34,17 @@ def ready(c: LocalRayCluster) -> str:
     try:
         return c.wait().address
     except RayUnavailable as exc:
-        pytest.skip(f"a local Ray cluster cannot start on this machine: {exc}")
+        _unavailable(exc)
+
+
+def _unavailable(exc: Exception) -> None:
+    """The Makefile installs what a local cluster needs, so one that does not start is a failure
+    (a missing dependency once hid here as a skip); RANKDOCTOR_RAY_MAY_SKIP=1 makes it a skip
+    on a machine that cannot run Ray at all."""
+    msg = f"a local Ray cluster cannot start on this machine: {exc}"
+    if os.environ.get("RANKDOCTOR_RAY_MAY_SKIP") == "1":
+        pytest.skip(msg)
+    pytest.fail(msg)
 
 
 def test_ray_report_is_the_local_one_from_local_paths(cluster, remote_corpus, local_reports):
