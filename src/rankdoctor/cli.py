@@ -527,13 +527,11 @@ def stacks(
             typer.echo(f"    {'in' if i == 0 else 'from'} {f}")
     if len(groups) > 1 and not odd:
         typer.echo("no place holds most ranks: compare the groups by hand")
-    from .ingest.stacks import p2p_cycles, p2p_waits
+    from .ingest.stacks import describe_waits, p2p_cycles, p2p_waits
 
     waits = p2p_waits(dumps)
     if cycle := p2p_cycles(waits):
-        pairs = ", ".join(f"rank {r} in {waits[r][0]} {'from' if 'recv' in waits[r][0] else 'to'} rank {waits[r][1]}"
-                          for r in sorted(cycle))
-        typer.echo(f"point-to-point wait cycle: {pairs} - ranks {compress_ranks(sorted(cycle))} wait on each other "
+        typer.echo(f"point-to-point wait cycle: {describe_waits(waits, cycle)} - ranks {compress_ranks(sorted(cycle))} wait on each other "
                    "(a send/recv order or pairing mismatch); the ranks waiting behind them are collateral")
         code = 1
     raise typer.Exit(code)

@@ -182,9 +182,9 @@ def _root_cause(a: "Answer", w: "Weighing", collateral: list[int]) -> str:
         if cause is not None:
             parts.append(f"{'The failure' if not ranks else Who}: “{_quote(cause)}”.")
     elif h.kind == Kind.desync and ranks and set(ranks) <= table.p2p_cycle:
-        waits = ", ".join(f"rank {r} in {op} from rank {peer}" if op.endswith("recv") else f"rank {r} in {op} to rank {peer}"
-                          for r, (op, peer) in sorted(table.p2p_waits.items()) if r in table.p2p_cycle)
-        parts.append(f"The stack dumps show {waits}: they wait on each other, so none of them can move on.")
+        from ..ingest.stacks import describe_waits
+
+        parts.append(f"The stack dumps show {describe_waits(table.p2p_waits, table.p2p_cycle)}: they wait on each other, so none of them can move on.")
         if len(ranks) > 1:
             parts.append("Their send/recv calls do not pair up (order, peer or count); the dumps cannot tell which of them posted its calls out of order.")
     elif h.kind == Kind.desync:

@@ -310,6 +310,12 @@ def p2p_cycles(waits: dict[int, tuple[str, int]]) -> set[int]:
     return on_cycle
 
 
+def describe_waits(waits: dict[int, tuple[str, int]], ranks) -> str:
+    """"rank 1 in recv from rank 5, rank 5 in recv from rank 1": what each of ``ranks`` waits in."""
+    return ", ".join(f"rank {r} in {waits[r][0]} {'from' if 'recv' in waits[r][0] else 'to'} rank {waits[r][1]}"
+                     for r in sorted(ranks))
+
+
 def outliers(groups: list[Group]) -> list[Group]:
     """The groups apart from the one most ranks are in, when there is a clear majority."""
     if len(groups) < 2:
