@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 
@@ -262,8 +263,12 @@ def test_config_file_sets_defaults_and_the_command_line_wins(tmp_path):
 
 
 def test_shell_completion_is_offered():
-    out = run_cli("--show-completion", "bash")
-    assert out.returncode == 0 and b"_rankdoctor_completion" in out.stdout
+    # --show-completion is a flag: Typer finds the shell from the process tree (shellingham),
+    # as at a user's prompt; run it from bash so the test does not depend on who started pytest
+    # (a trailing command keeps bash from exec-ing the CLI in its own place)
+    cmd = f"{shlex.quote(sys.executable)} -m rankdoctor.cli --show-completion; true"
+    out = subprocess.run(["bash", "-c", cmd], capture_output=True, cwd=ROOT)
+    assert b"_rankdoctor_completion" in out.stdout, out.stderr
 
 
 def run_on_terminal(*args: str, columns: int = 120) -> tuple[int, str]:
