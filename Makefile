@@ -59,7 +59,7 @@ neovim:
 
 ## test: the whole suite (torch 2.13.0 CPU is installed for the live lab tests)
 test: setup chromium prometheus neovim $(LAB_STAMP)
-	$(PY) -m pytest -n $(JOBS) -p no:cacheprovider -rs
+	$(PY) -m pytest -n $(JOBS) --dist loadgroup -p no:cacheprovider -rs
 
 ## eval: per-class accuracy on a scenario corpus (make eval SCENARIOS=dir)
 eval: setup

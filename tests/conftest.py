@@ -116,3 +116,34 @@ def local_reports(remote_corpus, s3_corpus):
     local = rd("diagnose", *LOCAL_INPUTS, "--format", "json", cwd=remote_corpus)
     s3 = rd("diagnose", *S3_INPUTS, "--format", "json", env=s3_corpus.env())
     return {"local": local, "s3": s3}
+
+
+# Modules whose module-scoped fixture starts real work that takes tens of seconds (torchrun jobs,
+# a wheel built and installed into a venv, a Ray cluster, Chromium, Neovim, the VS Code build),
+# by the group they run in. Under `pytest -n 2 --dist loadgroup` (make test) a group runs on one
+# worker, so such a fixture runs once instead of once per worker that gets one of its tests; the
+# two modules that build the wheel share a group, since two builds in one tree at the same time
+# collide in setuptools' build/ folder. Every other test is scheduled on its own, as `load` does.
+ONE_WORKER_GROUPS = {
+    "test_guard": "guard", "test_lab_live": "lab-live", "test_wheel_install": "wheel",
+    "test_packaging": "wheel", "test_remote_ray": "ray", "test_vscode_vsix": "vsix",
+    "test_lsp_neovim": "neovim", "test_history": "history", "test_web_browser": "web-browser",
+    "test_web_history": "web-history", "test_web_redact": "web-redact",
+    "test_attacks_web": "attacks-web", "test_site": "site", "test_lsp": "lsp",
+}
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """The groups above, scheduled here rather than by xdist_group markers: with pytest 9 a
+    node id is no longer the string xdist 3.8 rewrites to add the group, so its `loadgroup`
+    silently runs a group's tests on every worker."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneWorkerGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
+            return ONE_WORKER_GROUPS.get(module, nodeid)
+
+    return OneWorkerGroups(config, log)
