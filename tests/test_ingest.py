@@ -67,6 +67,15 @@ def test_srun_and_host_dialects_are_sniffed():
     assert "gpu-q-49" in d2.hosts
     a2, _ = parse_prefix("gpu-q-49: [rank1]: RuntimeError: boom", d2)
     assert (a2.host, a2.rank) == ("gpu-q-49", 1)
+    # DeepSpeed's pdsh launcher names a node as its hostfile does, often by address; a short
+    # excerpt from two nodes still reads as host prefixes (a real 4-line paste, LlamaFactory)
+    by_ip = ["192.168.12.21: {'loss': 0.2411, 'epoch': 0.4}"] * 3 + [
+        "192.168.13.81: [rank19]:[E808 10:31:07.406255799 ProcessGroupNCCL.cpp:1895] [PG ID 1 PG GUID 1 Rank 19] "
+        "Process group watchdog thread terminated with exception: CUDA error: unspecified launch failure"]
+    d3 = sniff_dialect(by_ip)
+    assert d3.hosts == {"192.168.12.21", "192.168.13.81"}
+    a3, _ = parse_prefix(by_ip[-1], d3)
+    assert (a3.host, a3.rank) == ("192.168.13.81", 19)
     # an ordinary log is neither
     plain = ["RuntimeError: boom", "Traceback (most recent call last):", "INFO: step 1"] * 5
     assert sniff_dialect(plain) == Dialect()

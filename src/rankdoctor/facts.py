@@ -21,7 +21,10 @@ FACTS: dict[str, str] = {
     "tr-exitcode": r"^\s*exitcode\s*: (?P<exitcode>-?\d+) \(pid: (?P<pid>\d+)\)",
     "tr-traceback": r"^\s*traceback\s*: (?P<value>.*)",
     # torchelastic agent: "failed (exitcode: -7) local_rank: 0 (pid: 5275) of binary: /usr/bin/python"
-    "tr-agent-failed": r"failed \(exitcode: (?P<exitcode>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\) of binary",
+    # ("... of fn: main (start_method: spawn)" from torch.distributed.run's multiprocessing
+    # context; and a vendor build's rewording, seen in a real log: "failed (exitcode: -9) for
+    # binary located at /env/bin/python3.10 with local_rank: 0 (process ID: 71)")
+    "tr-agent-failed": r"failed \(exitcode: (?P<exitcode>-?\d+)\)(?: for binary located at .*? with)? local_rank: (?P<local_rank>\d+) \((?:pid|process ID): (?P<pid>\d+)\)",
     # DeepSpeed's launcher (deepspeed/launcher/launch.py sigkill_handler) after a worker's
     # non-zero exit: "[...cmd...] exits with return code = -9". The cmd is the node's LAST
     # spawned worker's (the spawn loop's variable), so '--local_rank=0' in it means the node

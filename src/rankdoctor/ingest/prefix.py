@@ -181,7 +181,10 @@ def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, 
 
 
 _SNIFF_SRUN = re.compile(r" {0,4}\d{1,5} ?: ")
-_SNIFF_HOST = re.compile(r"([A-Za-z][\w.-]{1,62})(?:: | +\| )")
+# a host name, or an IPv4 address (DeepSpeed's pdsh launcher prefixes each line with the
+# hostfile's name for the node, often its address: "192.168.13.81: [rank19]:[E808 ...")
+_SNIFF_HOST = re.compile(r"([A-Za-z][\w.-]{1,62}|\d{1,3}(?:\.\d{1,3}){3})(?:: | +\| )")
+_IPV4 = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")
 # docker compose / SageMaker style "service-or-host | message"
 _P_HOST_PIPE = re.compile(r"(?P<host>[A-Za-z][\w.-]{1,62}) +\| ?")
 # A message whose subject is the printing rank: training scripts and frameworks print
@@ -239,7 +242,10 @@ def sniff_dialect(sample_lines: list[str]) -> Dialect:
             counts[m[1]] = counts.get(m[1], 0) + 1
     covered = sum(counts.values())
     hosts: frozenset[str] = frozenset()
-    if counts and covered >= max(3, len(lines) // 2) and len(counts) <= max(1, covered // 3):
+    # many distinct "word: " starts are prose, not hosts; addresses are hosts however many
+    if counts and covered >= max(3, len(lines) // 2) and (
+        len(counts) <= max(1, covered // 3) or all(_IPV4.fullmatch(h) for h in counts)
+    ):
         hosts = frozenset(counts)
     return Dialect(srun=srun, hosts=hosts, pipe=pipe)
 
