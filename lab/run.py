@@ -778,6 +778,25 @@ MATRIX_PG2D_FRESH = [
     ("extra-dp", "pp2tp2dp2", (5,), 2, True),
 ]
 
+# A third draw (`--matrix-pg2d --fresh 2`), written down on Dec 3 before it was run: a two-rank
+# hang, a SIGKILL and a SIGSTOP in the pipeline layout, the p2p faults at other stage ranks, and
+# steps 2-3, all at culprits and layouts the other draws do not pair.
+MATRIX_PG2D_FRESH2 = [
+    ("none", "tp4dp2", (), 0, True),
+    ("sigkill", "pp2tp2dp2", (6,), 2, False),
+    ("hang-sleep", "tp4dp2", (3,), 3, True),
+    ("hang-sleep", "tp2dp4", (2, 5), 2, True),
+    ("hang-gil", "tp4dp2", (6,), 3, True),
+    ("sigstop", "pp2tp2dp2", (4,), 3, False),
+    ("exception", "pp2tp2dp2", (1,), 2, True),
+    ("slow", "tp4dp2", (5,), 3, True),
+    ("extra-tp", "tp2dp4", (6,), 3, False),
+    ("same-shape", "tp2dp4", (7,), 2, False),
+    ("p2p-order", "pp2tp2dp2", (3,), 3, True),
+    ("p2p-shape", "pp2tp2dp2", (7,), 2, True),
+]
+PG2D_FRESH_DRAWS = {1: MATRIX_PG2D_FRESH, 2: MATRIX_PG2D_FRESH2}
+
 
 def pg2d_cases(spec: list | None = None) -> dict[str, Case]:
     out: dict[str, Case] = {}
@@ -1135,7 +1154,7 @@ def main(argv=None) -> int:
     ap.add_argument("--matrix", action="store_true", help="run the fault matrix instead of the single cases")
     ap.add_argument("--fresh", nargs="?", type=int, const=1, default=None, choices=sorted(FRESH_DRAWS),
                     help="with --matrix: a held-out draw instead (1: MATRIX_FRESH, 2: MATRIX_FRESH2); with "
-                    "--matrix-pg2d: MATRIX_PG2D_FRESH (1); needs --out")
+                    "--matrix-pg2d: MATRIX_PG2D_FRESH (1), MATRIX_PG2D_FRESH2 (2); needs --out")
     ap.add_argument("--matrix-pg2d", action="store_true",
                     help="the 8-rank TP x DP (x PP) process-group matrix (MATRIX_PG2D_SPEC, lab/pg2d.py); "
                     "held out, needs --out")
@@ -1143,11 +1162,11 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.fresh and not ((a.matrix or a.matrix_pg2d) and (a.out or a.list)):
         ap.error("--fresh goes with --matrix or --matrix-pg2d and an --out folder outside tests/scenarios")
-    if a.fresh and a.matrix_pg2d and a.fresh != 1:
-        ap.error("--matrix-pg2d has one held-out draw: --fresh 1")
+    if a.fresh and a.matrix_pg2d and a.fresh not in PG2D_FRESH_DRAWS:
+        ap.error("--matrix-pg2d has two held-out draws: --fresh 1 or --fresh 2")
     if a.matrix_pg2d and not (a.out or a.list):
         ap.error("--matrix-pg2d needs an --out folder outside tests/scenarios")
-    table = (pg2d_cases(MATRIX_PG2D_FRESH if a.fresh else None) if a.matrix_pg2d else
+    table = (pg2d_cases(PG2D_FRESH_DRAWS[a.fresh] if a.fresh else None) if a.matrix_pg2d else
              matrix_cases(FRESH_DRAWS[a.fresh] if a.fresh else None) if a.matrix else CASES)
     out = a.out or (MATRIX_OUT if a.matrix else os.path.join(REPO, "tests", "scenarios", "lab"))
     if a.list:
