@@ -90,12 +90,13 @@ lab: $(LAB_STAMP)
 lab-matrix: $(LAB_STAMP)
 	$(PY) lab/run.py --matrix
 
-## lab-pg2d: the held-out 8-rank TP x DP (x PP) process-group matrix with py-spy stacks (make lab-pg2d OUT=/work/labpg2d)
+## lab-pg2d: the held-out 8-rank TP x DP (x PP) process-group matrix with py-spy stacks (make lab-pg2d OUT=/work/labpg2d;
+## FRESH=1 or FRESH=2 for a held-out draw)
 .PHONY: lab-pg2d
 lab-pg2d: $(LAB_STAMP)
 	@test -n "$(OUT)" || { echo "usage: make lab-pg2d OUT=<a folder outside tests/>"; exit 2; }
 	$(PY) -m pip install --quiet --disable-pip-version-check py-spy==0.4.2
-	$(PY) lab/run.py --matrix-pg2d --out $(OUT)
+	$(PY) lab/run.py --matrix-pg2d $(if $(FRESH),--fresh $(FRESH)) --out $(OUT)
 
 ## bench-fr: torchfrtrace and `rankdoctor fr` side by side on every lab dump set
 bench-fr: $(LAB_STAMP)
