@@ -214,3 +214,18 @@ def test_generated_64_rank_dump_sets_healthy_exit_and_one_rank_stopped(tmp_path)
     r = run_cli("fr", str(tmp_path / "straggler" / "fr"))
     assert r.returncode == 1 and "culprit: rank 35" in r.stdout.decode()
     assert len(r.stdout.decode().splitlines()) <= 30
+
+
+def test_gloo_dumps_with_a_dead_rank_give_one_root_finding():
+    """8 gloo ranks, TP 2 x DP 4; rank 6 issued an extra TP all_reduce and aborted on gloo's size
+    check, leaving no dump (lab-pg2d-fresh2). gloo's pg_config is empty, so the dumps alone must
+    tell that rank 6 is missing (a gap in 0..7) and a member of dp0 (the DP groups are a
+    partition of one size, dp0 has one rank short), and that the TP groups whose ranks 0, 2, 4
+    never issued their next collective only wait behind dp0, where those ranks' last record is."""
+    run = Path(__file__).parent / "scenarios" / "lab-pg2d-fresh2" / "extra-tp-tp2dp4-r6-s3-notee" / "fr"
+    dumps, _ = load_dumps([str(run)])
+    report = analyze(dumps)
+    assert report.ranks_missing == [6] and report.gap_missing == [6]
+    roots = [f for f in report.findings if not f.collateral and f.kind != "missing-ranks"]
+    assert [(f.kind, f.process_group.partition(":")[2], f.root_ranks) for f in roots] == [("stuck", "dp0", [6])]
+    assert {f.process_group.partition(":")[2] for f in report.findings if f.collateral} == {"tp0", "tp1", "tp2"}

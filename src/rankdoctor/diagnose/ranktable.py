@@ -276,7 +276,14 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
 
     if fr is not None:
         for finding in fr.findings:
-            for r in finding.culprit_ranks:
+            if finding.collateral:  # it only waits behind another finding (flightrec/analyze.py)
+                continue
+            for r in finding.root_ranks:
+                # a rank known to be missing only from a gap in the dumps' ranks (gloo) is named
+                # by the dumps for its absence alone: that it died is in its own log, where
+                # the cause is; the dumps add nothing to weigh on it
+                if finding.kind == "stuck" and r in fr.gap_missing:
+                    continue
                 row(r).fr_kinds.add(finding.kind)
     stack_odd: set[int] = set()
     stack_odd_collective: set[int] = set()

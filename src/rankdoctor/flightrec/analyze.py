@@ -10,6 +10,8 @@ others wait in are lagging; ranks without a dump are reported with what that hid
 
 from __future__ import annotations
 
+import re
+
 import ast
 from array import array
 from dataclasses import dataclass, field
@@ -72,8 +74,8 @@ class Finding:
     detail: str
     per_rank: dict[int, dict[str, Any]] = field(default_factory=dict)
     # set aside by the root-cause pass (analyze._set_collateral_aside): the whole finding only
-    # waits behind another, or these of its culprits do. The views leave them out; the
-    # diagnosis reads every finding as it always has (its weights were fitted on them)
+    # waits behind another, or these of its culprits do. The views and the diagnosis's rank
+    # table leave them out
     collateral: bool = False
     collateral_ranks: list[int] = field(default_factory=list)
 
@@ -102,6 +104,8 @@ class FRReport:
     findings: list[Finding]
     notes: list[str] = field(default_factory=list)
     dumps: list[str] = field(default_factory=list)
+    # the missing ranks known only from a gap in the ranks that dumped (no pg_config lists them)
+    gap_missing: list[int] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -273,6 +277,29 @@ class _Job:
         self.idle = {d.rank for d in dumps if not d.summary.tracks}
         self.status_keys = {d.rank: {str(k) for k in d.pg_status} for d in dumps}
 
+    def place_missing(self, pgs: list[str], groups: dict[str, "_Group"], missing: list[int]) -> None:
+        """Put ranks without a dump into the groups they must belong to, where no pg_config
+        says (gloo). Groups named alike ("tp0".."tp3", "dp0", "dp1") are a partition of the
+        job into groups of one size; when exactly one of them has fewer ranks with records
+        than its siblings, the ranks without a dump that no sibling holds are its members."""
+        if not missing:
+            return
+        kinds: dict[str, list[str]] = {}
+        for pg in pgs:
+            m = re.fullmatch(r"([A-Za-z_]+?)_?\d+", pg.partition(":")[2])
+            if m and not self.pg_members(pg):
+                kinds.setdefault(m[1], []).append(pg)
+        for siblings in kinds.values():
+            if len(siblings) < 2:
+                continue
+            held = {pg: set(groups[pg].tracks) for pg in siblings}
+            size = max(len(r) for r in held.values())
+            short = [pg for pg in siblings if len(held[pg]) < size]
+            placed = set().union(*held.values())
+            free = [r for r in missing if r not in placed]
+            if len(short) == 1 and free and len(free) == size - len(held[short[0]]):
+                self.cfg.setdefault(short[0].partition(":")[0], set()).update(held[short[0]] | set(free))
+
     def pg_members(self, pg: str) -> set[int]:
         """The ranks of one process group as pg_config lists them (NCCL dumps); empty when no
         dump says (gloo in torch 2.13 leaves pg_config empty). A sub-group's collectives are
@@ -303,7 +330,17 @@ def _ranks_of(r: Any) -> list[int] | None:
 
 
 def _members(dumps: list[Dump]) -> set[int]:
-    """Ranks of the job: pg_config when it lists them, else the ranks that dumped."""
+    """Ranks of the job: pg_config when it lists them, else the ranks that dumped and every
+    rank below the highest of them (global ranks are 0..world-1, so a gap is a rank that left
+    no dump: gloo's pg_config is empty, and the rank that died first is the one without one)."""
+    ranks = _listed_members(dumps)
+    if ranks and 0 <= min(ranks):
+        ranks |= set(range(max(ranks) + 1))
+    return ranks
+
+
+def _listed_members(dumps: list[Dump]) -> set[int]:
+    """The ranks that dumped and those the default group's pg_config lists."""
     ranks: set[int] = {d.rank for d in dumps}
     for d in dumps:
         for cfg in d.pg_config.values():
@@ -349,7 +386,8 @@ def analyze(dumps: list[Dump]) -> FRReport:
     found = [d.rank for d in dumps]
     members = _members(dumps)
     missing = sorted(members - set(found))
-    report = FRReport("consistent", found, missing, [], dumps=[d.path for d in dumps])
+    report = FRReport("consistent", found, missing, [], dumps=[d.path for d in dumps],
+                      gap_missing=sorted(members - _listed_members(dumps)))
     if missing:
         report.findings.append(
             Finding(
@@ -371,6 +409,7 @@ def analyze(dumps: list[Dump]) -> FRReport:
     pgs = sorted({pg for d in dumps for pg in d.summary.tracks})
     report.notes.extend(_wrapped_notes(dumps))
     groups = {pg: _Group(pg, dumps) for pg in pgs}
+    job.place_missing(pgs, groups, missing)
     for pg in pgs:
         _analyze_pg(pg, groups[pg], job, report)
 
@@ -540,13 +579,26 @@ def _set_collateral_aside(report: FRReport, groups: dict[str, _Group], job: _Job
         return
     # where each rank waits: groups with a finding whose collective it has issued and not done
     waits: dict[int, list[tuple[str, int]]] = {}  # rank -> [(group, record id of its pending collective)]
-    for pg in flagged:
+    # each rank's last record in any group: a rank whose very last record is the collective a
+    # stuck group is stuck in did nothing after it, even where that record reads as done (gloo
+    # retires a collective that failed because a member died: the survivors' copies end
+    # "done" while the group never finished)
+    last_rid: dict[int, int] = {}
+    for g in groups.values():
+        for r, t in g.tracks.items():
+            if len(t.seqs):
+                last_rid[r] = max(last_rid.get(r, -1), max(t.rids))
+    for pg, f in flagged.items():
         g = groups.get(pg)
         if g is None:
             continue
         for r, t in g.tracks.items():
             n = len(t.seqs)
-            if n and not t.done(n - 1):
+            if not n:
+                continue
+            if not t.done(n - 1):
+                waits.setdefault(r, []).append((pg, t.rids[n - 1]))
+            elif f.kind == "stuck" and t.seqs[n - 1] == f.seq and t.rids[n - 1] == last_rid.get(r):
                 waits.setdefault(r, []).append((pg, t.rids[n - 1]))
     settled: dict[str, bool] = {}  # group -> explained by a root (True) / a root itself
     lag_blocked: dict[str, list[int]] = {}
