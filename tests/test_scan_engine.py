@@ -45,10 +45,11 @@ def _reference(scanner: Scanner, data: bytes) -> set[tuple[int, str]]:
     for no, raw in enumerate(lines, 1):
         line = clean(raw.replace("\x00", ""))
         segs = split_interleaved(line)
+        # each segment's message (its prefixes parsed once, not once per pattern)
+        pairs = [(seg, seg[parse_prefix(seg, dialect if isinstance(dialect, Dialect) else Dialect())[1]:]) for seg in segs]
         for pat in scanner.patterns:
-            for seg in segs:
-                _, at = parse_prefix(seg, dialect if isinstance(dialect, Dialect) else Dialect())
-                if plain[id(pat)].search(seg[at:] if pat.kind == "fact" else seg):
+            for seg, message in pairs:
+                if plain[id(pat)].search(message if pat.kind == "fact" else seg):
                     out.add((no, f"{pat.entry}/{pat.signature}"))
                     break
     return out
