@@ -265,10 +265,11 @@ def test_config_file_sets_defaults_and_the_command_line_wins(tmp_path):
 def test_shell_completion_is_offered():
     # --show-completion is a flag: Typer finds the shell from the process tree (shellingham),
     # as at a user's prompt; run it from bash so the test does not depend on who started pytest
-    # (a trailing command keeps bash from exec-ing the CLI in its own place)
-    cmd = f"{shlex.quote(sys.executable)} -m rankdoctor.cli --show-completion; true"
+    # (a second command keeps bash from exec-ing the CLI in its own place; it passes on the
+    # CLI's exit status)
+    cmd = f"{shlex.quote(sys.executable)} -m rankdoctor.cli --show-completion; exit $?"
     out = subprocess.run(["bash", "-c", cmd], capture_output=True, cwd=ROOT)
-    assert b"_rankdoctor_completion" in out.stdout, out.stderr
+    assert out.returncode == 0 and b"_rankdoctor_completion" in out.stdout, out.stderr
 
 
 def run_on_terminal(*args: str, columns: int = 120) -> tuple[int, str]:

@@ -10,9 +10,8 @@ others wait in are lagging; ranks without a dump are reported with what that hid
 
 from __future__ import annotations
 
-import re
-
 import ast
+import re
 from array import array
 from dataclasses import dataclass, field
 from typing import Any
@@ -263,7 +262,9 @@ class _Job:
 
     def __init__(self, dumps: list[Dump]) -> None:
         self.dumps = dumps
-        self.cfg: dict[str, set[int]] = {}  # a pg_config key or name -> the ranks it lists
+        # a pg_config key or name -> the ranks it lists (or, for gloo, the ranks place_missing
+        # works out)
+        self.cfg: dict[str, set[int]] = {}
         for d in dumps:
             for key, cfg in d.pg_config.items():
                 r = _cfg_ranks(cfg)
@@ -329,14 +330,11 @@ def _ranks_of(r: Any) -> list[int] | None:
     return list(r) if isinstance(r, (list, tuple)) and all(isinstance(x, int) for x in r) else None
 
 
-def _members(dumps: list[Dump]) -> set[int]:
-    """Ranks of the job: pg_config when it lists them, else the ranks that dumped and every
-    rank below the highest of them (global ranks are 0..world-1, so a gap is a rank that left
-    no dump: gloo's pg_config is empty, and the rank that died first is the one without one)."""
-    ranks = _listed_members(dumps)
-    if ranks and 0 <= min(ranks):
-        ranks |= set(range(max(ranks) + 1))
-    return ranks
+def _with_gaps(ranks: set[int]) -> set[int]:
+    """The job's ranks from those known: every rank below the highest of them too (global
+    ranks are 0..world-1, so a gap is a rank that left no dump: gloo's pg_config is empty, and
+    the rank that died first is the one without one)."""
+    return ranks | set(range(max(ranks) + 1)) if ranks and 0 <= min(ranks) else set(ranks)
 
 
 def _listed_members(dumps: list[Dump]) -> set[int]:
@@ -384,10 +382,11 @@ def _wrapped_notes(dumps: list[Dump]) -> list[str]:
 
 def analyze(dumps: list[Dump]) -> FRReport:
     found = [d.rank for d in dumps]
-    members = _members(dumps)
+    listed = _listed_members(dumps)
+    members = _with_gaps(listed)
     missing = sorted(members - set(found))
     report = FRReport("consistent", found, missing, [], dumps=[d.path for d in dumps],
-                      gap_missing=sorted(members - _listed_members(dumps)))
+                      gap_missing=sorted(members - listed))
     if missing:
         report.findings.append(
             Finding(

@@ -183,8 +183,9 @@ def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, 
 _SNIFF_SRUN = re.compile(r" {0,4}\d{1,5} ?: ")
 # a host name, or an IPv4 address (DeepSpeed's pdsh launcher prefixes each line with the
 # hostfile's name for the node, often its address: "192.168.13.81: [rank19]:[E808 ...")
-_SNIFF_HOST = re.compile(r"([A-Za-z][\w.-]{1,62}|\d{1,3}(?:\.\d{1,3}){3})(?:: | +\| )")
-_IPV4 = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")
+_IPV4_RX = r"\d{1,3}(?:\.\d{1,3}){3}"
+_SNIFF_HOST = re.compile(r"([A-Za-z][\w.-]{1,62}|" + _IPV4_RX + r")(?:: | +\| )")
+_IPV4 = re.compile(_IPV4_RX)
 # docker compose / SageMaker style "service-or-host | message"
 _P_HOST_PIPE = re.compile(r"(?P<host>[A-Za-z][\w.-]{1,62}) +\| ?")
 # A message whose subject is the printing rank: training scripts and frameworks print
