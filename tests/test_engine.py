@@ -312,6 +312,34 @@ def test_unknown_exception_is_classed_by_the_subsystem_its_traceback_runs_throug
     assert top.klass == "rendezvous-init"
 
 
+def test_traceback_cut_in_a_barrier_is_a_wait_not_a_failure(kb):
+    # ranks 1-5 wait in accelerator.wait_for_everyone() (the paste stops in rank 3's traceback
+    # there; rank 1's line is glued to a tqdm bar) while the unranked progress bar is rank 0's
+    # caching: rank 0 is the one they waited for (real paste: kohya-ss/sd-scripts#1601)
+    text = (SCENARIOS / "real-holdout23/sdscripts-1601-poolfd-wait-for-everyone-rank0-absent/log.txt").read_text()
+    table = _table(kb, text)
+    assert table.waiting_ranks == {1, 2, 3, 4, 5} and not table.row(3).failures
+    top = _diag(kb, text).diagnoses[0]
+    assert (top.klass, top.initiating_rank) == ("straggler-timeout", 0)
+
+
+def test_unranked_traceback_cut_in_a_barrier_points_at_the_busy_main_process(kb):
+    # a traceback without a rank cut in main_process_first's barrier, after a tokenizer progress
+    # bar without a rank (real paste: NVIDIA/nccl#865)
+    d, top = _top_of(kb, "real-holdout20/nccl-865-tokenizer-main-process-first-timeout/log.txt")
+    assert d.verdict != "no-failure-found"
+    assert (top.klass, top.initiating_rank) == ("straggler-timeout", 0)
+
+
+def test_job_wide_error_names_the_one_rank_that_raised_it(kb):
+    # DDP's unused-parameter error is job-wide; a paste of rank 1's copy alone says where it was seen
+    _, top = _top_of(kb, "real-holdout21/gliner-165-ddp-finetune-rank1-unused-parameters/log.txt")
+    assert (top.klass, top.initiating_rank) == ("ddp-unused-parameters", 1)
+    # ... and when every rank raised it, no rank is named
+    _, top = _top_of(kb, "lab/ddp-unused-params/console.log")
+    assert top.klass == "ddp-unused-parameters" and top.initiating_rank is None
+
+
 def _table(kb, text: str):
     from rankdoctor.diagnose.attribution import attribute
     from rankdoctor.diagnose.ranktable import build_rank_table

@@ -31,3 +31,22 @@ def test_weights_cover_every_feature_and_are_calibrated():
 def test_posterior_is_a_distribution():
     ps, null = posterior([1.0, 0.5, -2.0], 0.3)
     assert abs(sum(ps) + null - 1) < 1e-9 and ps[0] > ps[1] > ps[2]
+
+
+def test_a_label_without_a_rank_accepts_what_the_evidence_can_say(kb):
+    pytest.importorskip("scipy")
+    from rankdoctor.fit import is_right
+
+    label = {"class": "ddp-unused-parameters", "rank": None, "also": []}
+    job = kb.get("ddp-unused-parameters")
+    assert job.scope.value == "job"
+    # a job-wide error raised by rank 1 alone: naming rank 1 is right, and naming no rank too
+    # would leave the fit indifferent between them; it names where it was seen
+    assert is_right(label, job, (1,), {job.id: {1}}) and not is_right(label, job, (), {job.id: {1}})
+    assert not is_right(label, job, (0,), {job.id: {1}})
+    # raised by every rank (no set fewer than the job's): no rank
+    assert is_right(label, job, (), {}) and not is_right(label, job, (1,), {})
+    # a rank-scoped entry: the label does not say where, so any answer is right
+    oom = kb.get("cuda-out-of-memory")
+    assert oom.scope.value == "rank"
+    assert is_right({"class": oom.class_, "rank": None, "also": []}, oom, (3,), {})

@@ -43,6 +43,10 @@ FACTS: dict[str, str] = {
     "py-traceback": r"^Traceback \(most recent call last\):",
     # a traceback frame: where a traceback was when a paste or a dying process cut it off
     "py-frame": r"^\s*File \"(?P<value>[^\"]+)\", line \d+, in \S+",
+    # a traceback's code line that calls a barrier or a collective ("accelerator.wait_for_everyone()",
+    # "dist.barrier()", "torch.distributed.all_reduce(t)"): a traceback cut off there was
+    # waiting for its peers, not failing by itself
+    "py-collective-call": r"^\s*(?:[\w.]+\.)?(?P<value>wait_for_everyone|barrier|monitored_barrier|all_reduce|all_gather\w*|broadcast|broadcast_object_list|reduce_scatter\w*|all_to_all\w*|gather_object|scatter_object_list)\(",
     # a C++ exception that ended the process (std::terminate), and its message: gloo's
     # EnforceNotMet, c10::Error, NCCL and CUDA errors raised outside Python
     "cpp-terminate": r"terminate called (?:after throwing an instance of '(?P<value>[^']+)'|recursively|without an active exception)",

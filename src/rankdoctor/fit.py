@@ -32,6 +32,7 @@ from pathlib import Path
 
 from .diagnose.engine import Weighing, answers, rescore
 from .diagnose.features import FEATURES
+from .diagnose.hypotheses import MAX_SET
 from .diagnose.scoring import SCHEMA, Weights, default_weights, weights_from_json
 from .evaluate import find_scenarios, has_dumps, read_label, reliability_text, weigh_case
 from .kb.loader import load_kb
@@ -91,18 +92,35 @@ class Case:
         return zlib.crc32(f"{group}/{family}".encode()) % FOLDS
 
 
-def is_right(label: dict, entry, ranks: tuple[int, ...]) -> bool:
+def is_right(label: dict, entry, ranks: tuple[int, ...], raised: dict[str, set[int]] | None = None) -> bool:
     """The labelled class, started where the label says. A label without a rank says
     nothing about where a rank-scoped failure started (the thread did not show it), so
-    any rank set is right there; a job-wide entry names no rank."""
+    any rank set is right there. A job-wide entry (every rank runs the same code and
+    fails the same way) names the ranks that raised it when those are fewer than the job
+    (a paste that shows one rank raising it says where it was seen; the held-out sets'
+    collectors named that rank), else no rank. ``raised``: entry id -> the ranks with its
+    cause lines, when they are fewer than the job's."""
     if label["class"] in ("none", "healthy", None):
         return False
     if entry.class_ != label["class"] and entry.class_ not in label["also"]:
         return False
     want = label.get("ranks") or ([label["rank"]] if label["rank"] is not None else [])
     if not want:
-        return entry.scope.value == "rank" or not ranks
+        if entry.scope.value == "rank":
+            return True
+        seen = (raised or {}).get(entry.id)
+        return set(ranks) == seen if seen else not ranks
     return list(ranks) == sorted(want) or list(ranks) in label.get("also_ranks", [])
+
+
+def raised_by(w: Weighing) -> dict[str, set[int]]:
+    """Entry id -> the ranks its cause lines fired on, where those are fewer than the job's
+    ranks (and few enough to be proposed as a set)."""
+    out: dict[str, set[int]] = {}
+    for e in w.att.events:
+        if e.entry and e.role == "cause" and e.rank is not None:
+            out.setdefault(e.entry, set()).add(e.rank)
+    return {k: v for k, v in out.items() if len(v) <= MAX_SET and not (w.table.expected and w.table.expected <= v)}
 
 
 def load_cases(roots: list[Path]) -> list[Case]:
@@ -112,12 +130,14 @@ def load_cases(roots: list[Path]) -> list[Case]:
     for case in find_scenarios(roots):
         label = read_label(case)
         w = weigh_case(kb, scanner, case)
-        right = [is_right(label, s.hyp.entry, s.hyp.ranks) for s in w.scored]
+        raised = raised_by(w)
+        right = [is_right(label, s.hyp.entry, s.hyp.ranks, raised) for s in w.scored]
         out.append(Case(case, label, w, right))
         if has_dumps(case):
             # most users have no dumps: the weights must also hold on the logs alone
             w = weigh_case(kb, scanner, case, use_fr=False)
-            out.append(Case(case, label, w, [is_right(label, s.hyp.entry, s.hyp.ranks) for s in w.scored], logs_only=True))
+            raised = raised_by(w)
+            out.append(Case(case, label, w, [is_right(label, s.hyp.entry, s.hyp.ranks, raised) for s in w.scored], logs_only=True))
     return out
 
 

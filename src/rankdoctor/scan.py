@@ -49,7 +49,11 @@ TAIL_LINES = 200  # lines at the end of each source read for "last sign of life"
 # [dev], Ray rank=/ip=); srun and host-list dialects are told apart per source and always
 # parsed. A sampled line without any of them cannot add to the ranks or hosts seen.
 _ATTR_HINT = re.compile(r"\[[A-Za-z_]+\d+\]:|\]<std(?:out|err)>:|\[rank: \d+\]|\[pod/|:\d+:\d+ \[\d+\] |rank=\d+ pid=|pid=\d+, ip=")
-_INTERLEAVED = re.compile(r"(?<=\S)(?=\[(?:rank|default)\d+\]:)")
+# (also after the one space a pasted tqdm bar's carriage return became: "... 3.12s/it] [rank1]:...",
+# "... 14.05it/s] [rank1]:..."; any other text before a spaced prefix is a prefix of the same
+# record, such as a log viewer's time stamp)
+_GLUED = r"(?=\[(?:rank|default)\d+\]:)"
+_INTERLEAVED = re.compile(rf"(?<=\S){_GLUED}|(?<=/s\]) {_GLUED}|(?<=/it\]) {_GLUED}")
 
 
 def split_interleaved(text: str) -> list[str]:

@@ -12,6 +12,7 @@ recorded, and in a two-rank job names the other rank as the peer a line reports 
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass, field, replace
 
 from ..events import Event, ScanResult
@@ -154,14 +155,28 @@ def _cut_tracebacks(scan: ScanResult) -> list[Event]:
         key = (f.source, f.rank, f.local_rank, f.host)
         last[key] = f
         frames.setdefault(key, []).append(f.text)
+    calls = {(f.source, f.line) for f in scan.facts if f.fact == "py-collective-call"}
     out = []
     for (source, rank, local_rank, host), f in last.items():
         if any(0 < line - f.line <= _CUT_AFTER for line in ends.get((source, rank, local_rank), ())):
             continue
+        captures = {"value": "(a traceback cut off before its exception line)", "cut": "1"}
+        m = _FRAME_FUNC.search(f.text)
+        if (source, f.line + 1) in calls or (m and m["func"] in _WAIT_CALLS and _DIST_PATH.search(m["path"])):
+            captures["waiting"] = "1"  # it stopped in a barrier or a collective: waiting for peers
         out.append(Event("", "python-exception", TRACE, f.source, f.line, f.text, f.rank, f.local_rank, f.host,
-                         None, None, f.time, f.ts, {"value": "(a traceback cut off before its exception line)", "cut": "1"},
-                         frames[(source, rank, local_rank, host)][-_FRAMES_KEPT:]))
+                         None, None, f.time, f.ts, captures, frames[(source, rank, local_rank, host)][-_FRAMES_KEPT:]))
     return out
+
+
+_FRAME_FUNC = re.compile(r'File "(?P<path>[^"]+)", line \d+, in (?P<func>\w+)')
+# the library functions of a barrier or a collective (torch.distributed, Accelerate, DeepSpeed's comm)
+_WAIT_CALLS = frozenset({
+    "wait_for_everyone", "barrier", "monitored_barrier", "all_reduce", "all_gather", "all_gather_object",
+    "all_gather_into_tensor", "broadcast", "broadcast_object_list", "reduce_scatter", "reduce_scatter_tensor",
+    "all_to_all", "all_to_all_single", "gather_object", "scatter_object_list", "_store_based_barrier",
+})
+_DIST_PATH = re.compile(r"[/\\](?:torch[/\\]distributed|accelerate|deepspeed[/\\]comm)[/\\]")
 
 
 def _inside_launcher_records(events: list[Event], summary: LauncherSummary) -> list[Event]:

@@ -29,7 +29,7 @@ from .frcandidates import fr_events
 from .hypotheses import Hypothesis, generate
 from .model import Diagnosis, InputInfo
 from .present import to_finding
-from .ranktable import End, RankTable, build_rank_table, fingerprints_differ
+from .ranktable import End, RankTable, build_rank_table, fingerprints_differ, is_cut_wait
 from .ras import ras_notes
 from .scoring import Weights, default_weights, posterior
 
@@ -176,6 +176,8 @@ def _shows_failure(att: Attributed, table: RankTable, fr: "FRReport | None") -> 
     saw, ranks whose last collectives differ, or a Flight Recorder mismatch/hang: the run failed, whether or not an entry names
     how. NCCL INFO noise, warnings and clean exits are not failures."""
     if any(e.role in ("cause", "symptom") for e in att.events if e.entry):
+        return True
+    if any(is_cut_wait(e) for e in att.events):  # a traceback cut off while it waited in a collective
         return True
     if table.unranked_failures or any(rw.failures for rw in table.rows.values()):
         return True

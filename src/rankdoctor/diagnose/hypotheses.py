@@ -249,7 +249,7 @@ def main_process_busy(kb: KnowledgeBase, table: RankTable, events: list[Event]) 
     entry that explains a straggler) carry no rank while other ranks wait and rank 0 does
     not: training frameworks print such progress from the main process (rank 0) only, and
     torchrun prefixes only tracebacks with a rank."""
-    if not (table.waiting_ranks or table.unranked_accuses) or 0 in table.waiting_ranks:
+    if not (table.waiting_ranks or table.unranked_accuses or table.unranked_waits) or 0 in table.waiting_ranks:
         return set()
     busy = any(
         e.role == "context" and e.rank is None and e.local_rank is None and e.entry
@@ -305,7 +305,8 @@ def _finding_present(finding: str, table: RankTable, events: list[Event], kb: Kn
     if finding in ("straggler", "dead-peer") and table.ras is not None and table.ras.shows_failure:
         return True  # NCCL RAS cannot reach a process, or its counts are stuck, though no rank may be known
     if finding == "straggler":
-        return bool(fr_kinds & FR_HANG) or bool(coll and coll.kind in ("absent", "uniform"))
+        # (a wait no rank could be given: who was late is not known, but somebody was waited for)
+        return bool(fr_kinds & FR_HANG) or bool(coll and coll.kind in ("absent", "uniform")) or bool(table.unranked_waits)
     return any(rw.accuses for rw in table.rows.values())
 
 

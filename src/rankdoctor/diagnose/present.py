@@ -16,7 +16,7 @@ from .common import MAX_EVIDENCE, PREFIX_MASK, event_key, fingerprint
 from .features import FEATURES, MIN_GAP, primary_failure
 from .hypotheses import Kind
 from .model import Evidence, Finding, Step
-from .ranktable import End
+from .ranktable import End, is_cut_wait
 from .traceback import user_call_site
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ def _grouped(events: list[Event], ranks: set[int]) -> list[Evidence]:
         range(len(events)),
         key=lambda i: (
             0 if events[i].rank in ranks else 1,
-            _ROLE_ORDER.get(events[i].role, 3),
+            _ROLE_ORDER["symptom"] if is_cut_wait(events[i]) else _ROLE_ORDER.get(events[i].role, 3),
             events[i].source.endswith("error.json"),  # torchrun's error.json repeats what stderr said
             event_key(events[i]),
             i,
@@ -129,7 +129,7 @@ def _grouped(events: list[Event], ranks: set[int]) -> list[Evidence]:
     for evs in list(groups.values())[:MAX_EVIDENCE]:
         ev = evs[0]
         others = sorted({e.rank for e in evs[1:] if e.rank is not None and e.rank != ev.rank})
-        role = _SHOWN_ROLE.get(ev.role, ev.role)
+        role = "symptom" if is_cut_wait(ev) else _SHOWN_ROLE.get(ev.role, ev.role)
         sig = f"{ev.entry}/{ev.signature}" if ev.entry else ev.signature
         # (+ the lines like these that the scanner counted but did not keep: ``folded``)
         repeats = len(evs) - 1 + sum(e.folded for e in evs)

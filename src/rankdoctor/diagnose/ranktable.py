@@ -105,6 +105,9 @@ class RankTable:
     # the next: nothing on the cycle can move, whoever waits on them is collateral)
     p2p_waits: dict[int, tuple[str, int]] = field(default_factory=dict)
     p2p_cycle: set[int] = field(default_factory=set)
+    # tracebacks cut off in a barrier or a collective that no rank could be given: somebody
+    # waited for its peers, who is not known
+    unranked_waits: list[Event] = field(default_factory=list)
 
     def row(self, rank: int) -> RankRow:
         return self.rows.get(rank) or RankRow(rank)
@@ -212,11 +215,14 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
     numeric_entries = {e.id for e in kb if e.class_ == NUMERIC_CLASS}
     unranked: list[Event] = []
     unranked_accuses: dict[int, int] = {}
+    unranked_waits: list[Event] = []
     counted: dict[int, Event] = {}  # each rank's last line of work with a progress counter
     for ev in sorted(events, key=time_key):
         if ev.rank is None:
             if _is_own_failure(ev, symptom_lines):
                 unranked.append(ev)
+            elif is_cut_wait(ev):
+                unranked_waits.append(ev)
             elif ev.role == "symptom" and "launcher" not in ev.captures and (pr := ev.cap_int("peer_rank")) is not None:
                 unranked_accuses[pr] = unranked_accuses.get(pr, 0) + 1
             continue
@@ -225,7 +231,7 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
         rw.local_rank = rw.local_rank if rw.local_rank is not None else ev.local_rank
         if _is_own_failure(ev, symptom_lines):
             rw.failures.append(ev)
-        if ev.role == "symptom" and "launcher" not in ev.captures:
+        if (ev.role == "symptom" and "launcher" not in ev.captures) or is_cut_wait(ev):
             rw.waits.append(ev)
             rw.lost_peer = rw.lost_peer or reports_lost_peer(kb, ev)
             pr = ev.cap_int("peer_rank")
@@ -321,7 +327,7 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
     ras_dead, ras_behind = suspects_of(att.ras, waiting)
     return RankTable(rows, expected or set(rows), att.world_size, coll, fingerprints, unranked, fr, stack_odd, stack_odd_collective,
                      unranked_accuses, ras_dead, ras_behind, att.ras, stack_hang=stack_hang,
-                     p2p_waits=p2p_waits, p2p_cycle=p2p_cycle)
+                     p2p_waits=p2p_waits, p2p_cycle=p2p_cycle, unranked_waits=unranked_waits)
 
 
 def _coll_trace_conflict(events: list[Event]) -> dict[int, Event]:
@@ -349,6 +355,12 @@ def _coll_trace_conflict(events: list[Event]) -> dict[int, Event]:
     return {}
 
 
+def is_cut_wait(ev: Event) -> bool:
+    """A traceback cut off in a barrier or a collective (attribution.py): the rank was
+    waiting for its peers there; the exception it would have raised is not shown."""
+    return ev.role == TRACE and "waiting" in ev.captures
+
+
 def _is_own_failure(ev: Event, symptom_lines: set[tuple[str, int]]) -> bool:
     """A line that shows a failure of the rank that printed it: a knowledge-base cause
     (not the launcher's line about its exit), a Python exception or a C++ abort — unless
@@ -357,7 +369,7 @@ def _is_own_failure(ev: Event, symptom_lines: set[tuple[str, int]]) -> bool:
         return "launcher" not in ev.captures
     if ev.role == TRACE and ev.signature == "python-exception":
         name = ev.captures.get("value", "")
-        return ev.where not in symptom_lines and not LAUNCHER_EXCEPTIONS.search(name)
+        return ev.where not in symptom_lines and not LAUNCHER_EXCEPTIONS.search(name) and not is_cut_wait(ev)
     if ev.role == FATAL:
         # "terminate called after throwing ..." whose what() just below is a timeout or lost
         # peer report: the abort is how the wait ended, not a failure of the rank's own
