@@ -312,6 +312,20 @@ def test_unknown_exception_is_classed_by_the_subsystem_its_traceback_runs_throug
     assert top.klass == "rendezvous-init"
 
 
+def test_a_lost_connection_in_a_recv_with_a_literal_source_accuses_that_rank(kb):
+    # gloo's "Connection closed by peer [ip]:port" names an address; the user's frame just
+    # above it, dist.recv(input,0), names the rank (real paste: pytorch/pytorch#78514)
+    _, top = _top_of(kb, "real-holdout22/pytorch-78514-gloo-isend-peer-exited/log.txt")
+    assert (top.klass, top.initiating_rank) == ("peer-rank-crashed", 0)
+    # a send/recv without a literal peer names nobody
+    text = (
+        '  File "/home/u/train.py", line 20, in main_worker\n'
+        "    dist.recv(input, src=peer)\n"
+        "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer [18.25.6.30]:30872\n"
+    )
+    assert _diag(kb, text).diagnoses[0].initiating_rank is None
+
+
 def test_traceback_cut_in_a_barrier_is_a_wait_not_a_failure(kb):
     # ranks 1-5 wait in accelerator.wait_for_everyone() (the paste stops in rank 3's traceback
     # there; rank 1's line is glued to a tqdm bar) while the unranked progress bar is rank 0's

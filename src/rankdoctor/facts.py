@@ -47,6 +47,9 @@ FACTS: dict[str, str] = {
     # "dist.barrier()", "torch.distributed.all_reduce(t)"): a traceback cut off there was
     # waiting for its peers, not failing by itself
     "py-collective-call": r"^\s*(?:[\w.]+\.)?(?P<value>wait_for_everyone|barrier|monitored_barrier|all_reduce|all_gather\w*|broadcast|broadcast_object_list|reduce_scatter\w*|all_to_all\w*|gather_object|scatter_object_list)\(",
+    # a traceback's code line of a point-to-point call with a literal peer ("dist.recv(input,0)",
+    # "dist.send(tensor=x, dst=1)"): the rank at the other end of a connection it then lost
+    "py-p2p-call": r"^\s*(?:[\w.]+\.)?(?P<value>i?send|i?recv)\(\s*(?:tensor\s*=\s*)?[\w.\[\]]+\s*,\s*(?:(?:src|dst)\s*=\s*)?(?P<peer_rank>\d+)\s*[,)]",
     # a C++ exception that ended the process (std::terminate), and its message: gloo's
     # EnforceNotMet, c10::Error, NCCL and CUDA errors raised outside Python
     "cpp-terminate": r"terminate called (?:after throwing an instance of '(?P<value>[^']+)'|recursively|without an active exception)",

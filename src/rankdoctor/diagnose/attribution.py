@@ -62,7 +62,7 @@ def attribute(kb: KnowledgeBase, scan: ScanResult) -> Attributed:
     )
     events = _launcher_aborts(events, summary)
     seen, world_size = _world(scan, events, summary)
-    events = _peer_side(kb, events, seen, world_size)
+    events = _peer_side(kb, events, seen, world_size, scan)
     seen |= {d.rank for d in scan.stacks if d.rank is not None}
     ras = ras_evidence(scan.ras, scan.facts, events, world_size) if scan.ras else None
     if ras is not None:
@@ -71,22 +71,31 @@ def attribute(kb: KnowledgeBase, scan: ScanResult) -> Attributed:
     return Attributed(events, summary, seen, world_size, list(scan.stacks), ras)
 
 
-def _peer_side(kb: KnowledgeBase, events: list[Event], seen: set[int], world_size: int | None) -> list[Event]:
+def _peer_side(kb: KnowledgeBase, events: list[Event], seen: set[int], world_size: int | None, scan: ScanResult) -> list[Event]:
     """A line about a peer (a signature with ``reports_peer``: what the peer sent, or that
-    it closed the connection) names no rank; in a job of two ranks the peer is the other
-    one, so it gets that rank as the other side (``peer_rank``), as a message that names
-    it would."""
+    it closed the connection) names no rank. The peer is known all the same where the
+    traceback above it stops in a send/recv call with a literal peer ("dist.recv(input,0)"),
+    and in a job of two ranks, where it is the other one: the line gets that rank as the
+    other side (``peer_rank``), as a message that names it would."""
+    calls = {(f.source, f.line): (f.rank, int(f.captures["peer_rank"]))
+             for f in scan.facts if f.fact == "py-p2p-call" and f.captures.get("peer_rank", "").isdigit()}
     world = set(range(world_size)) if world_size else seen
-    if len(world) != 2:
+    if len(world) != 2 and not calls:
         return events
     out = []
     for ev in events:
-        if ev.rank in world and "peer_rank" not in ev.captures and ev.entry and ev.signature:
+        if "peer_rank" not in ev.captures and ev.entry and ev.signature:
             sig = kb.signature(ev.entry, ev.signature)
             if sig is not None and sig.reports_peer:
-                ev = ev.copy()
-                ev.captures["peer_rank"] = str(min(world - {ev.rank}))
-                ev.captures["peer_from"] = "two-rank job"
+                call = next((c for d in range(1, _CUT_AFTER) if (c := calls.get((ev.source, ev.line - d))) and c[0] == ev.rank), None)
+                if call is not None and call[1] != ev.rank:
+                    ev = ev.copy()
+                    ev.captures["peer_rank"] = str(call[1])
+                    ev.captures["peer_from"] = "the send/recv call in its traceback"
+                elif ev.rank in world and len(world) == 2:
+                    ev = ev.copy()
+                    ev.captures["peer_rank"] = str(min(world - {ev.rank}))
+                    ev.captures["peer_from"] = "two-rank job"
         out.append(ev)
     return out
 
