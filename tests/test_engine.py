@@ -326,6 +326,24 @@ def test_a_lost_connection_in_a_recv_with_a_literal_source_accuses_that_rank(kb)
     assert _diag(kb, text).diagnoses[0].initiating_rank is None
 
 
+def test_a_report_listing_ranks_names_the_smaller_side(kb):
+    from rankdoctor.diagnose.attribution import attribute
+
+    def accused(line: str) -> list:
+        att = attribute(kb, scan_text(kb, line + "\n"))
+        return [e.captures.get("peer_rank") for e in att.events if e.entry == "horovod-stalled-ops"]
+
+    # 15 of 16 ranks never submitted it: the one that did is the odd one (real line: horovod/horovod#600)
+    many = ", ".join(str(r) for r in range(1, 16))
+    assert accused(f"MetricAverageCallback_10/HorovodAllreduce_MetricAverageCallback_10_lr_0 [missing ranks: {many}]") == ["0"]
+    # one rank missing (real line: horovod/horovod#534)
+    assert accused("HorovodBroadcast_fully_connected_weights_0 [missing ranks: 0]") == ["0"]
+    # ready ranks 0,1,3-6 of 7: rank 2 never submitted it (real line: horovod/horovod#530)
+    assert accused("HorovodBroadcast_InceptionV3_AuxLogits_Conv2d_2a_5x5_weights_0 [ready ranks: 5, 6, 3, 1, 4, 0], ") == ["2"]
+    # an even split (ranks 2, 3 of 0-3) names nobody
+    assert accused("HorovodAllreduce_x_0 [missing ranks: 2, 3]") == [None]
+
+
 def test_traceback_cut_in_a_barrier_is_a_wait_not_a_failure(kb):
     # ranks 1-5 wait in accelerator.wait_for_everyone() (the paste stops in rank 3's traceback
     # there; rank 1's line is glued to a tqdm bar) while the unranked progress bar is rank 0's

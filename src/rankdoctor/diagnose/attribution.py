@@ -63,6 +63,7 @@ def attribute(kb: KnowledgeBase, scan: ScanResult) -> Attributed:
     events = _launcher_aborts(events, summary)
     seen, world_size = _world(scan, events, summary)
     events = _peer_side(kb, events, seen, world_size, scan)
+    events = _listed_sides(events, world_size)
     seen |= {d.rank for d in scan.stacks if d.rank is not None}
     ras = ras_evidence(scan.ras, scan.facts, events, world_size) if scan.ras else None
     if ras is not None:
@@ -96,6 +97,32 @@ def _peer_side(kb: KnowledgeBase, events: list[Event], seen: set[int], world_siz
                     ev = ev.copy()
                     ev.captures["peer_rank"] = str(min(world - {ev.rank}))
                     ev.captures["peer_from"] = "two-rank job"
+        out.append(ev)
+    return out
+
+
+def _listed_sides(events: list[Event], world_size: int | None) -> list[Event]:
+    """A report that lists the ranks that never joined an op (``ranks_missing``) or the ranks
+    that did (``ranks_ready``) splits the job in two: the smaller side is the odd one out (a
+    rank absent while the others wait, or the one rank that issued an op nobody else did).
+    When that side is one rank, it becomes the line's ``peer_rank``, as a message naming it
+    would. The job is ``world_size`` ranks, else every rank the list names plus the one that
+    printed it (Horovod's coordinator, rank 0)."""
+    out = []
+    for ev in events:
+        listed = ev.captures.get("ranks_missing") or ev.captures.get("ranks_ready")
+        if listed and "peer_rank" not in ev.captures:
+            ranks = {int(x) for x in re.findall(r"\d+", listed)}
+            world = set(range(world_size)) if world_size else set(range(max(ranks) + 1)) | {0}
+            missing = ranks if "ranks_missing" in ev.captures else world - ranks
+            if missing == world:  # every rank the list implies is missing: the job is larger than it shows
+                odd = missing
+            else:
+                odd = missing if 2 * len(missing) < len(world) else world - missing if 2 * len(missing) > len(world) else set()
+            if len(odd) == 1:
+                ev = ev.copy()
+                ev.captures["peer_rank"] = str(next(iter(odd)))
+                ev.captures["peer_from"] = "the ranks the report lists"
         out.append(ev)
     return out
 

@@ -37,6 +37,8 @@ KNOWN_CAPTURES = {
     "world_size",
     "device",
     "value",  # a measured value (loss, memory...)
+    "ranks_missing",  # comma-separated ranks a report says never joined an op (Horovod's stall report)
+    "ranks_ready",  # comma-separated ranks a report says did join it
 }
 
 
