@@ -344,6 +344,24 @@ def test_a_report_listing_ranks_names_the_smaller_side(kb):
     assert accused("HorovodAllreduce_x_0 [missing ranks: 2, 3]") == [None]
 
 
+def test_a_desync_report_listing_every_rank_accuses_nobody(kb):
+    from rankdoctor.diagnose.attribution import attribute
+
+    # PyTorch's desync report: all 16 ranks joined ALLREDUCE #730 and none finished it (real paste:
+    # hiyouga/LlamaFactory#9496, ranks 0 and 2 printing): nobody lagged or strayed
+    text = (SCENARIOS / "real-holdout23/llamafactory-9496-multinode-all-ranks-stuck-allreduce-730/log.txt").read_bytes()
+    att = attribute(kb, scan_text(kb, text))
+    report = [e for e in att.events if e.signature == "desync-report-lagging-rank"]
+    assert report and all(e.role == "symptom" and "peer_rank" not in e.captures for e in report)
+    assert att.world_size == 16  # ranks 0 and 2 printed, which is not a job of two
+    top = _diag(kb, text).diagnoses[0]
+    assert top.initiating_rank is None
+    # one lagging rank is still named (real line: pytorch/pytorch#152623)
+    line = "             [7] finished collective #182, but didn't join collective #183 (count from 1)\n"
+    ev = next(e for e in attribute(kb, scan_text(kb, line)).events if e.signature == "desync-report-lagging-rank")
+    assert ev.role == "cause" and ev.captures["peer_rank"] == "7"
+
+
 def test_traceback_cut_in_a_barrier_is_a_wait_not_a_failure(kb):
     # ranks 1-5 wait in accelerator.wait_for_everyone() (the paste stops in rank 3's traceback
     # there; rank 1's line is glued to a tqdm bar) while the unranked progress bar is rank 0's

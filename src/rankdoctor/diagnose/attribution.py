@@ -62,8 +62,11 @@ def attribute(kb: KnowledgeBase, scan: ScanResult) -> Attributed:
     )
     events = _launcher_aborts(events, summary)
     seen, world_size = _world(scan, events, summary)
-    events = _peer_side(kb, events, seen, world_size, scan)
     events = _listed_sides(events, world_size)
+    if not world_size:  # a report that lists every rank of the job as stuck in one op tells its size
+        world_size = max((max(int(x) for x in re.findall(r"\d+", e.captures["ranks_missing"])) + 1
+                          for e in events if "every_rank_listed" in e.captures), default=None)
+    events = _peer_side(kb, events, seen, world_size, scan)
     seen |= {d.rank for d in scan.stacks if d.rank is not None}
     ras = ras_evidence(scan.ras, scan.facts, events, world_size) if scan.ras else None
     if ras is not None:
@@ -80,7 +83,8 @@ def _peer_side(kb: KnowledgeBase, events: list[Event], seen: set[int], world_siz
     other side (``peer_rank``), as a message that names it would."""
     calls = {(f.source, f.line): (f.rank, int(f.captures["peer_rank"]))
              for f in scan.facts if f.fact == "py-p2p-call" and f.captures.get("peer_rank", "").isdigit()}
-    world = set(range(world_size)) if world_size else seen
+    # (ranks 0 and 2 seen are not a job of two: rank 1 exists too)
+    world = set(range(world_size)) if world_size else set(range(max(seen) + 1)) if seen else set()
     if len(world) != 2 and not calls:
         return events
     out = []
@@ -119,7 +123,12 @@ def _listed_sides(events: list[Event], world_size: int | None) -> list[Event]:
                 odd = missing
             else:
                 odd = missing if 2 * len(missing) < len(world) else world - missing if 2 * len(missing) > len(world) else set()
-            if len(odd) == 1:
+            if "ranks_missing" in ev.captures and len(missing) > 1 and missing >= world and ev.role == "cause":
+                # every rank of the job is listed as stuck in one op: nobody lagged or strayed, the
+                # op itself did not complete; the line reports a wait, not a disagreement
+                ev = ev.copy(role="symptom")
+                ev.captures["every_rank_listed"] = "1"
+            elif len(odd) == 1:
                 ev = ev.copy()
                 ev.captures["peer_rank"] = str(next(iter(odd)))
                 ev.captures["peer_from"] = "the ranks the report lists"
