@@ -123,6 +123,12 @@ def raised_by(w: Weighing) -> dict[str, set[int]]:
     return {k: v for k, v in out.items() if len(v) <= MAX_SET and not (w.table.expected and w.table.expected <= v)}
 
 
+def _rights(label: dict, w: Weighing) -> list[bool]:
+    """Which of the run's hypotheses the label says are right."""
+    raised = raised_by(w)
+    return [is_right(label, s.hyp.entry, s.hyp.ranks, raised) for s in w.scored]
+
+
 def load_cases(roots: list[Path]) -> list[Case]:
     kb = load_kb()
     scanner = Scanner(kb)
@@ -130,14 +136,11 @@ def load_cases(roots: list[Path]) -> list[Case]:
     for case in find_scenarios(roots):
         label = read_label(case)
         w = weigh_case(kb, scanner, case)
-        raised = raised_by(w)
-        right = [is_right(label, s.hyp.entry, s.hyp.ranks, raised) for s in w.scored]
-        out.append(Case(case, label, w, right))
+        out.append(Case(case, label, w, _rights(label, w)))
         if has_dumps(case):
             # most users have no dumps: the weights must also hold on the logs alone
             w = weigh_case(kb, scanner, case, use_fr=False)
-            raised = raised_by(w)
-            out.append(Case(case, label, w, [is_right(label, s.hyp.entry, s.hyp.ranks, raised) for s in w.scored], logs_only=True))
+            out.append(Case(case, label, w, _rights(label, w), logs_only=True))
     return out
 
 

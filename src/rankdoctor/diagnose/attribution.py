@@ -20,6 +20,7 @@ from ..ingest.prefix import parse_prefix
 from ..kb.loader import KnowledgeBase
 from .launcher import ExitRecord, LauncherSummary, read_launcher
 from .ras import RasEvidence, ras_evidence
+from .traceback import FRAME
 
 # internal event roles besides the knowledge base's cause / symptom / context
 TRACE = "trace"  # the last line of a Python traceback: "XError: message"
@@ -64,8 +65,7 @@ def attribute(kb: KnowledgeBase, scan: ScanResult) -> Attributed:
     seen, world_size = _world(scan, events, summary)
     events = _listed_sides(events, world_size)
     if not world_size:  # a report that lists every rank of the job as stuck in one op tells its size
-        world_size = max((max(int(x) for x in re.findall(r"\d+", e.captures["ranks_missing"])) + 1
-                          for e in events if "every_rank_listed" in e.captures), default=None)
+        world_size = max((int(e.captures["every_rank_listed"]) for e in events if "every_rank_listed" in e.captures), default=None)
     events = _peer_side(kb, events, seen, world_size, scan)
     seen |= {d.rank for d in scan.stacks if d.rank is not None}
     ras = ras_evidence(scan.ras, scan.facts, events, world_size) if scan.ras else None
@@ -127,7 +127,7 @@ def _listed_sides(events: list[Event], world_size: int | None) -> list[Event]:
                 # every rank of the job is listed as stuck in one op: nobody lagged or strayed, the
                 # op itself did not complete; the line reports a wait, not a disagreement
                 ev = ev.copy(role="symptom")
-                ev.captures["every_rank_listed"] = "1"
+                ev.captures["every_rank_listed"] = str(max(missing) + 1)  # (the job's size)
             elif len(odd) == 1:
                 ev = ev.copy()
                 ev.captures["peer_rank"] = str(next(iter(odd)))
@@ -206,7 +206,7 @@ def _cut_tracebacks(scan: ScanResult) -> list[Event]:
         if any(0 < line - f.line <= _CUT_AFTER for line in ends.get((source, rank, local_rank), ())):
             continue
         captures = {"value": "(a traceback cut off before its exception line)", "cut": "1"}
-        m = _FRAME_FUNC.search(f.text)
+        m = FRAME.search(f.text)
         if (source, f.line + 1) in calls or (m and m["func"] in _WAIT_CALLS and _DIST_PATH.search(m["path"])):
             captures["waiting"] = "1"  # it stopped in a barrier or a collective: waiting for peers
         out.append(Event("", "python-exception", TRACE, f.source, f.line, f.text, f.rank, f.local_rank, f.host,
@@ -214,7 +214,6 @@ def _cut_tracebacks(scan: ScanResult) -> list[Event]:
     return out
 
 
-_FRAME_FUNC = re.compile(r'File "(?P<path>[^"]+)", line \d+, in (?P<func>\w+)')
 # the library functions of a barrier or a collective (torch.distributed, Accelerate, DeepSpeed's comm)
 _WAIT_CALLS = frozenset({
     "wait_for_everyone", "barrier", "monitored_barrier", "all_reduce", "all_gather", "all_gather_object",

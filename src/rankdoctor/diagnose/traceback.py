@@ -6,7 +6,7 @@ import re
 
 from ..ingest.prefix import parse_prefix
 
-_FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<func>[\w<>.]+)')
+FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<func>[\w<>.]+)')
 # paths of installed libraries and the interpreter: not the user's code
 LIBRARY_PATH = re.compile(r"(?:site-packages|dist-packages|/lib/python\d|<frozen |/torch/|\\torch\\|/_pytest/)")
 
@@ -22,7 +22,7 @@ def user_call_site(context: list[str], rank: int | None = None) -> str | None:
             a, _ = parse_prefix(line)
             if a.rank is not None and a.rank != rank:
                 continue
-        m = _FRAME.search(line)
+        m = FRAME.search(line)
         if m:
             frames.append((m["path"], m["line"], m["func"]))
         elif "Traceback (most recent call last)" in line:
