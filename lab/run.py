@@ -559,7 +559,33 @@ MATRIX_FRESH2: dict = {
     "dataloader-worker-killed": (_mx_dl_worker, [(4, (2,), 0, True)]),
     "healthy": (_mx_healthy, [(7, (), 0, True), (4, (), 0, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2}
+# A fourth draw (--fresh 3), written down on Dec 3 (third session) before it was run: world sizes
+# 3-8, culprits in the middle of the rank range, the two-culprit and killed-hang faults at new
+# places, and the rank-independent DDP faults at other world sizes. Held out like MATRIX_FRESH.
+MATRIX_FRESH3: dict = {
+    "exception": (_mx_exception, [(6, (2,), 7, True), (8, (4,), 3, False)]),
+    "two-exception": (_mx_exception, [(5, (1, 3), 6, False)]),
+    "sigkill": (_mx_sigkill, [(6, (4,), 6, True), (3, (1,), 4, False)]),
+    "two-sigkill": (_mx_sigkill, [(6, (2, 3), 5, True)]),
+    "straggler": (_mx_straggler, [(6, (2,), 0, True), (8, (6,), 0, False)]),
+    "silent-hang": (_mx_silent_hang, [(6, (3,), 11, True), (5, (0,), 10, False)]),
+    "two-silent-hang": (_mx_silent_hang, [(5, (2, 3), 10, True)]),
+    "silent-hang-killed": (lambda w, cs, s: _mx_silent_hang(w, cs, s, killed=True), [(4, (2,), 10, True)]),
+    "hang-killed": (_mx_hang_killed, [(3, (2,), 6, True)]),
+    "compile-desync": (_mx_compile_desync, [(6, (1,), 4, True), (3, (1,), 5, False)]),
+    "shape-recompile": (_mx_shape_recompile, [(5, (2,), 3, True)]),
+    "extra-collective-same-shape": (_mx_extra_same_shape, [(6, (4,), 4, True)]),
+    "rank-only-collective": (_mx_rank_only, [(6, (3,), 0, True)]),
+    "rank-only-collective-large": (_mx_rank_only_large, [(6, (1,), 0, True)]),
+    "dtype-mismatch": (_mx_dtype, [(5, (3,), 0, False)]),
+    "nan-loss": (_mx_nan_loss, [(6, (), 0, True)]),
+    "nan-first-rank": (_mx_nan_first, [(6, (4,), 7, True)]),
+    "ddp-model-mismatch": (_mx_model_mismatch, [(5, (2,), 0, True)]),
+    "dataloader-worker-killed": (_mx_dl_worker, [(6, (5,), 0, True)]),
+    "ddp-unused-params": (_mx_single("ddp-unused-params"), [(3, (), 0, True)]),
+    "healthy": (_mx_healthy, [(6, (), 0, True), (3, (), 0, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
@@ -1153,7 +1179,7 @@ def main(argv=None) -> int:
                     help="output folder (default: tests/scenarios/lab, with --matrix tests/scenarios/lab-matrix)")
     ap.add_argument("--matrix", action="store_true", help="run the fault matrix instead of the single cases")
     ap.add_argument("--fresh", nargs="?", type=int, const=1, default=None, choices=sorted(FRESH_DRAWS),
-                    help="with --matrix: a held-out draw instead (1: MATRIX_FRESH, 2: MATRIX_FRESH2); with "
+                    help="with --matrix: a held-out draw instead (1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3); with "
                     "--matrix-pg2d: MATRIX_PG2D_FRESH (1), MATRIX_PG2D_FRESH2 (2); needs --out")
     ap.add_argument("--matrix-pg2d", action="store_true",
                     help="the 8-rank TP x DP (x PP) process-group matrix (MATRIX_PG2D_SPEC, lab/pg2d.py); "
