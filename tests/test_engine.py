@@ -285,6 +285,10 @@ READINGS = [
     pytest.param("real-holdout13/yolo-world-ddp-val-classes/log.txt", "device-assert", 1, id="unprefixed_device_assert_belongs_to_the_rank_whose_traceback_follows"),
     # older watchdog lines without SeqNum: rank 0 in ALLREDUCE, ranks 1-4,7 in BROADCAST
     pytest.param("real-holdout13/accelerate-epoch-end-allreduce-vs-broadcast/log.txt", "collective-desync", ANY, id="watchdog_reports_without_seqnum_in_different_ops_are_a_desync"),
+    # k2's "Check failed: ... (710 vs. 0)  Error: device-side assert triggered": CUDA's own text for error 710, whoever prints it
+    pytest.param("real-holdout25/icefall-49-nan-k2-device-assert/log.txt", "device-assert", ANY, id="cuda_error_text_of_a_device_assert_from_any_library"),
+    # interleaved tracebacks cut inside DeepSpeed ZeRO-3's _overflow_check_and_loss_scale_update: the loss scaler gave up
+    pytest.param("real-holdout25/deepspeedexamples-419-loss-scale-min/log.txt", "nan-divergence", ANY, id="traceback_cut_in_the_loss_scale_update_is_the_loss_scale_at_its_minimum"),
 ]
 
 
@@ -538,3 +542,30 @@ def test_mp_spawn_header_gives_the_following_traceback_its_process(kb):
     assert parent and all(e.local_rank is None and e.rank is None for e in parent)
     d = diagnose(kb, scan_sources(kb, expand_inputs([str(log)]), Scanner(kb)))
     assert d.diagnoses[0].klass == "checkpoint-error"
+
+
+def test_a_nccl_warn_line_no_entry_knows_is_a_failure_of_the_rank_that_printed_it(kb):
+    # real lines (NVIDIA/nccl#706): NET/Socket's progress error is no entry's own line
+    text = "worker-23:83:2526 [3] transport/net_socket.cc:219 NCCL WARN NET/Socket : socket progress error\n"
+    d = _diag(kb, text)
+    assert d.verdict != "no-failure-found"
+    top = d.diagnoses[0]
+    assert (top.entry, top.klass) == ("nccl-unclassified-warning", "nccl-network")
+    assert top.evidence and "socket progress error" in top.evidence[0].text and top.evidence[0].role == "cause"
+
+
+def test_harmless_nccl_warn_lines_and_those_an_entry_knows_are_not_unknown_failures(kb):
+    from rankdoctor.diagnose.attribution import WARNED, attribute
+
+    harmless = (
+        "cvlab189:1379562:1379562 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n"
+        "gpu1:5021:5386 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : client reregistration\n"
+        "3a742b5dcfec:39:302 [0] proxy.cc:1111 NCCL WARN [Service thread] Unknown command 66326 from localRank -1\n"
+        "graph/search.cc:1135 NCCL WARN Could not find a path for pattern 1, falling back to simple order\n"
+    )
+    assert _diag(kb, harmless).verdict == "no-failure-found"
+    # a WARN line another entry names is that entry's, not an unknown failure
+    known = "gpu2:1653:1695 [0] include/socket.h:347 NCCL WARN Call to bind failed : Address already in use\n"
+    att = attribute(kb, scan_text(kb, known.encode()))
+    assert not any(e.role == WARNED for e in att.events)
+    assert _diag(kb, known).diagnoses[0].entry == "tcpstore-port-in-use"

@@ -27,6 +27,7 @@ TRACE = "trace"  # the last line of a Python traceback: "XError: message"
 FATAL = "fatal"  # a C++ exception that ended the process: "terminate called ...", "what(): ..."
 TAIL = "tail"  # a rank's last timestamped line
 ACTIVITY = "activity"  # a rank's last line that reports work, not trouble
+WARNED = "nccl-warn"  # a NCCL WARN line no entry but the generic one names: an unknown NCCL failure
 
 _FACT_ROLES = {"py-exception": TRACE, "py-traceback": TRACE, "cpp-terminate": FATAL, "cpp-what": FATAL}
 _FACT_SIGNATURES = {"py-exception": "python-exception", "py-traceback": "python-traceback", "cpp-terminate": "cpp-terminate", "cpp-what": "cpp-what"}
@@ -48,7 +49,7 @@ class Attributed:
 
 def attribute(kb: KnowledgeBase, scan: ScanResult) -> Attributed:
     summary = read_launcher(scan.facts)
-    events = _escalate_repeats(kb, _dedupe(scan.events)) + _fact_events(scan)
+    events = _unknown_warnings(kb, _escalate_repeats(kb, _dedupe(scan.events))) + _fact_events(scan)
     events = _inside_launcher_records(events, summary)
     events = _spawn_blocks(events, scan)
     events = _one_rank_sources(_device_owners(_stream_below([_stream_owner(e) for e in events])), scan)
@@ -134,6 +135,19 @@ def _listed_sides(events: list[Event], world_size: int | None) -> list[Event]:
                 ev.captures["peer_from"] = "the ranks the report lists"
         out.append(ev)
     return out
+
+
+def _unknown_warnings(kb: KnowledgeBase, events: list[Event]) -> list[Event]:
+    """The lines of the entry that is the fallback for NCCL WARN lines (its signature finds
+    every WARN line but the harmless ones): a line another entry also names is that entry's
+    and is dropped here; a line no other entry names is an unknown NCCL failure of the rank
+    that printed it (role ``WARNED``), which the rank table counts as its own failure."""
+    generic = {e.id for e in kb if any(f.value == "nccl-warn" for f in e.fallback_for)}
+    if not generic or not any(ev.entry in generic for ev in events):
+        return events
+    named = {ev.where for ev in events if ev.entry and ev.entry not in generic}
+    return [ev if ev.entry not in generic else ev.copy(role=WARNED) for ev in events
+            if ev.entry not in generic or ev.where not in named]
 
 
 def _dedupe(events: list[Event]) -> list[Event]:
@@ -314,7 +328,7 @@ def _stream_owner(ev: Event) -> Event:
     """A fatal line with no rank prefix ("terminate called after throwing ...", "what():",
     a bare exception) belongs to the rank whose stream it interrupts: the nearest
     rank-prefixed line just above it."""
-    if ev.rank is not None or ev.local_rank is not None or ev.role not in (TRACE, FATAL, "cause"):
+    if ev.rank is not None or ev.local_rank is not None or ev.role not in (TRACE, FATAL, WARNED, "cause"):
         return ev
     for line in reversed(ev.context[-_STREAM_LOOKBACK:]):
         a, _ = parse_prefix(line)
@@ -342,7 +356,7 @@ def _spawn_blocks(events: list[Event], scan: ScanResult) -> list[Event]:
         lst.sort()
     out = []
     for ev in events:
-        if ev.rank is None and ev.local_rank is None and ev.role in (TRACE, FATAL, "cause") and ev.source in heads:
+        if ev.rank is None and ev.local_rank is None and ev.role in (TRACE, FATAL, WARNED, "cause") and ev.source in heads:
             above = [h for h in heads[ev.source] if h[0] < ev.line]
             if above and ev.line - above[-1][0] <= _BELOW_LOOKAHEAD:
                 ev = ev.copy(local_rank=above[-1][1])
@@ -366,7 +380,7 @@ def _stream_below(events: list[Event]) -> list[Event]:
         lines[src] = [e.line for e in lst]
     out = []
     for ev in events:
-        if ev.rank is None and ev.local_rank is None and ev.role in (TRACE, FATAL, "cause") and "rank_from" not in ev.captures:
+        if ev.rank is None and ev.local_rank is None and ev.role in (TRACE, FATAL, WARNED, "cause") and "rank_from" not in ev.captures:
             lst, at = ranked.get(ev.source, []), lines.get(ev.source, [])
             first_below = bisect.bisect_right(at, ev.line)
             if bisect.bisect_left(at, ev.line) == 0 and first_below < len(lst) and at[first_below] - ev.line <= _BELOW_LOOKAHEAD:

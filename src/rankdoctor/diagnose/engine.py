@@ -143,7 +143,8 @@ def answers(w: Weighing, weights: Weights) -> list[Answer]:
         rank_p = p_ranks / entry_p if ranks and entry_p > 0 else 1.0
         best = next((s for s in items if s.hyp.ranks == ranks), items[0])
         out.append(Answer(entry_p, class_p[best.hyp.entry.class_], best, ranks, [s for s in items if s is not best], rank_p))
-    out.sort(key=lambda a: (-a.class_p, -a.entry_p, a.best.hyp.entry.id))
+    # within a class, the entry whose answer as stated (at the ranks it names) is likeliest
+    out.sort(key=lambda a: (-a.class_p, -a.entry_p * a.rank_p, a.best.hyp.entry.id))
     return out
 
 

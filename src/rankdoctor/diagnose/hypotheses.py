@@ -17,7 +17,7 @@ from enum import Enum
 from ..events import Event
 from ..kb.loader import KnowledgeBase
 from ..kb.model import Entry
-from .attribution import FATAL, TRACE
+from .attribution import FATAL, TRACE, WARNED
 from .ranktable import (
     FR_HANG, FR_MISMATCH, RankTable, fingerprint_minority, fingerprints_ahead, fingerprints_differ, first_collective_hang,
 )
@@ -141,7 +141,7 @@ def generate(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> list[H
     for rank, ev in unnamed:
         if ev.where in named_lines:
             continue
-        key = "exception" if ev.role == TRACE else "abort" if ev.role == FATAL else None
+        key = {TRACE: "exception", FATAL: "abort", WARNED: "nccl-warn"}.get(ev.role)
         candidates = [generic[key]] if key in generic else []
         if key == "exception":
             candidates += framed_entries(kb, ev)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..events import Event
 from ..ingest.prefix import parse_prefix
-from .attribution import ACTIVITY, FATAL, TAIL, TRACE
+from .attribution import ACTIVITY, FATAL, TAIL, TRACE, WARNED
 from .collectives import compress_ranks, ranks_phrase
 from .common import MAX_EVIDENCE, PREFIX_MASK, event_key, fingerprint
 from .features import FEATURES, MIN_GAP, primary_failure
@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from .engine import Answer, Weighing
     from .scoring import Weights
 
-_ROLE_ORDER = {"cause": 0, "fr-culprit": 0, TRACE: 0.5, FATAL: 0.5, "context": 1, ACTIVITY: 1, TAIL: 1.2, "fr": 1, "symptom": 2}
-_SHOWN_ROLE = {TRACE: "cause", FATAL: "cause", TAIL: "context", ACTIVITY: "context", "fr-culprit": "cause", "fr": "context"}
+_ROLE_ORDER = {"cause": 0, "fr-culprit": 0, TRACE: 0.5, FATAL: 0.5, WARNED: 0.5, "context": 1, ACTIVITY: 1, TAIL: 1.2, "fr": 1, "symptom": 2}
+_SHOWN_ROLE = {TRACE: "cause", FATAL: "cause", WARNED: "cause", TAIL: "context", ACTIVITY: "context", "fr-culprit": "cause", "fr": "context"}
 
 
 def to_finding(kb, a: "Answer", w: "Weighing", weights: "Weights") -> Finding:

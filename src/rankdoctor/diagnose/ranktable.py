@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ..events import Event
 from ..ingest.prefix import progress_of
 from ..kb.loader import KnowledgeBase
-from .attribution import ACTIVITY, FATAL, TAIL, TRACE, Attributed
+from .attribution import ACTIVITY, FATAL, TAIL, TRACE, WARNED, Attributed
 from .collectives import CollectiveFinding, Report, analyse, collect_reports, minority
 from .launcher import ExitRecord
 from .ras import RasEvidence, suspects_of
@@ -370,6 +370,8 @@ def _is_own_failure(ev: Event, symptom_lines: set[tuple[str, int]]) -> bool:
     if ev.role == TRACE and ev.signature == "python-exception":
         name = ev.captures.get("value", "")
         return ev.where not in symptom_lines and not LAUNCHER_EXCEPTIONS.search(name) and not is_cut_wait(ev)
+    if ev.role == WARNED:  # a NCCL WARN line no entry knows (not one that reports a lost peer)
+        return ev.where not in symptom_lines
     if ev.role == FATAL:
         # "terminate called after throwing ..." whose what() just below is a timeout or lost
         # peer report: the abort is how the wait ended, not a failure of the rank's own

@@ -33,13 +33,21 @@ def entries_firing(kb: KnowledgeBase, line: str, scanner=None) -> set[str]:
     return {e.entry for e in res.events}
 
 
+def allowed_fires(kb: KnowledgeBase, entry_id: str) -> set[str]:
+    """The entries an example line of ``entry_id`` may fire besides it: its related entries,
+    and an entry that is the fallback for a kind of line (every NCCL WARN line), which fires
+    with the entries that know such a line (the engine reads the line as theirs)."""
+    catch_all = {e.id for e in kb if any(f.value == "nccl-warn" for f in e.fallback_for)}
+    return {entry_id} | kb.related_to(entry_id) | catch_all
+
+
 def check_examples(kb: KnowledgeBase) -> list[ExampleProblem]:
     from ..scan import Scanner
 
     scanner = Scanner(kb)
     problems: list[ExampleProblem] = []
     for e in kb:
-        allowed = {e.id} | kb.related_to(e.id)
+        allowed = allowed_fires(kb, e.id)
         for ex in e.examples.match:
             fired = entries_firing(kb, ex.text, scanner)
             if e.id not in fired:

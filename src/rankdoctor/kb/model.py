@@ -183,6 +183,7 @@ class Fallback(str, Enum):
     p2p_wait = "p2p-wait"
     exception = "exception"  # a Python exception no entry names
     abort = "abort"  # a C++ exception or abort no entry names
+    nccl_warn = "nccl-warn"  # a NCCL WARN line no other entry names (the fallback entry's own signature finds them)
     exit = "exit"  # a rank that died (non-zero exit, signal) with no line of its own
 
 

@@ -32,7 +32,10 @@ def search(kb: KnowledgeBase, text: str) -> list[tuple[float, Entry, str]]:
     idf = {w: math.log(1 + n / (1 + sum(1 for h, ln in texts.values() if w in h or w in ln))) for w in words}
     out = []
     for e in kb:
-        if e.id in fired:
+        # an entry whose signature finds a whole kind of line (every NCCL WARN line) says
+        # little by matching: it is ranked by the words, as the entries that know the line are
+        catch_all = any(f.value == "nccl-warn" for f in e.fallback_for)
+        if e.id in fired and not catch_all:
             out.append((100.0, e, f"signature {fired[e.id]} matches"))
             continue
         hay, lines = texts[e.id]

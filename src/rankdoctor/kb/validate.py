@@ -82,7 +82,7 @@ def entry_explains_or_causes(kb: "KnowledgeBase") -> Iterator[str]:
     it can only be reported as inconclusive)."""
     for e in kb:
         roles = {s.role.value for s in e.signatures}
-        if not e.explains and not e.traceback_frames and roles == {"context"}:
+        if not e.explains and not e.traceback_frames and not e.fallback_for and roles == {"context"}:
             yield f"{_where(kb, e.id)}: only context signatures and no `explains`: it can never be reported"
 
 
