@@ -176,3 +176,15 @@ def test_rank_label():
     assert rank_label([]) == "no rank"
     assert rank_label([7]) == "rank 7"
     assert rank_label([0, 1, 2, 5]) == "ranks 0-2,5 (4 ranks)"
+
+
+def test_a_line_two_entries_name_shows_its_stronger_role(kb):
+    from rankdoctor.report.timeline import _points
+
+    # NCCL's bind failure (real line, open-mmlab/mmdetection#7047) is tcpstore-port-in-use's cause
+    # and, like every NCCL WARN line, the catch-all entry's context: the timeline shows the cause
+    text = b"gpu2:1653:1695 [0] include/socket.h:347 NCCL WARN Call to bind failed : Address already in use\n"
+    scan = scan_text(kb, text)
+    assert {e.role for e in scan.events} == {"cause", "context"}
+    points = _points(scan, None, {}, lambda time, ts: ts)
+    assert [(p.role, p.signature.split("/")[0]) for p in points] == [("cause", "tcpstore-port-in-use")]

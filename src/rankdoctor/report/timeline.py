@@ -195,11 +195,19 @@ def _points(scan: ScanResult, top: Finding | None, ranks: dict[tuple[str, int], 
     fact_ts = {(f.source, f.line): clock(f.time, f.ts) for f in scan.facts if f.ts is not None}
     points: list[Point] = []
     seen: set[tuple[str, int]] = set()
+    # a line that several entries name is shown with its strongest role (an entry's cause
+    # over the catch-all entry that names every NCCL WARN line as context)
+    best: dict[tuple[str, int], object] = {}
+    for ev in scan.events:
+        key = (ev.source, ev.line)
+        if key not in best or _STRENGTH.get(ev.role, 0) > _STRENGTH.get(best[key].role, 0):
+            best[key] = ev
     for ev in scan.events:
         key = (ev.source, ev.line)
         if key in seen:
             continue
         seen.add(key)
+        ev = best[key]
         evd = evidence.get(key)
         rank = ev.rank if ev.rank is not None else ranks.get(key, evd.rank if evd else None)
         sig = f"{ev.entry}/{ev.signature}" if ev.entry else ev.signature
