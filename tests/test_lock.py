@@ -40,5 +40,6 @@ def test_locked_result(kb, scanner, case):
 def test_known_misses_are_few_and_explained():
     misses = [r for r in ROWS.values() if r["status"] == "miss"]
     assert all(r["reason"] and not r["reason"].startswith("(reason") for r in misses), [r["case"] for r in misses if not r["reason"]]
-    # a ratchet: lower it when misses get fixed, never raise it
+    # a ratchet: lower it when misses get fixed; only a new held-out set's cases (each miss with
+    # its reason in expected.tsv, the set's numbers in eval/HISTORY.md) may raise it
     assert len(misses) <= MAX_KNOWN_MISSES, f"{len(misses)} known misses of {len(ROWS)}"
