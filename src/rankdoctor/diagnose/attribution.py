@@ -142,7 +142,7 @@ def _unknown_warnings(kb: KnowledgeBase, events: list[Event]) -> list[Event]:
     every WARN line but the harmless ones): a line another entry also names is that entry's
     and is dropped here; a line no other entry names is an unknown NCCL failure of the rank
     that printed it (role ``WARNED``), which the rank table counts as its own failure."""
-    generic = {e.id for e in kb if any(f.value == "nccl-warn" for f in e.fallback_for)}
+    generic = {e.id for e in kb if e.catch_all}
     if not generic or not any(ev.entry in generic for ev in events):
         return events
     named = {ev.where for ev in events if ev.entry and ev.entry not in generic}

@@ -37,8 +37,7 @@ def allowed_fires(kb: KnowledgeBase, entry_id: str) -> set[str]:
     """The entries an example line of ``entry_id`` may fire besides it: its related entries,
     and an entry that is the fallback for a kind of line (every NCCL WARN line), which fires
     with the entries that know such a line (the engine reads the line as theirs)."""
-    catch_all = {e.id for e in kb if any(f.value == "nccl-warn" for f in e.fallback_for)}
-    return {entry_id} | kb.related_to(entry_id) | catch_all
+    return {entry_id} | kb.related_to(entry_id) | {e.id for e in kb if e.catch_all}
 
 
 def check_examples(kb: KnowledgeBase) -> list[ExampleProblem]:

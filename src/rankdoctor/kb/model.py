@@ -228,6 +228,12 @@ class Entry(_Strict):
     def klass(self) -> str:
         return self.class_
 
+    @property
+    def catch_all(self) -> bool:
+        """Its signature finds a whole kind of line (every NCCL WARN line, ``fallback_for:
+        [nccl-warn]``): a line another entry also names is that entry's."""
+        return Fallback.nccl_warn in self.fallback_for
+
     @model_validator(mode="after")
     def _signature_ids_unique(self) -> "Entry":
         ids = [s.id for s in self.signatures]

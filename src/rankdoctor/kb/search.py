@@ -34,8 +34,7 @@ def search(kb: KnowledgeBase, text: str) -> list[tuple[float, Entry, str]]:
     for e in kb:
         # an entry whose signature finds a whole kind of line (every NCCL WARN line) says
         # little by matching: it is ranked by the words, as the entries that know the line are
-        catch_all = any(f.value == "nccl-warn" for f in e.fallback_for)
-        if e.id in fired and not catch_all:
+        if e.id in fired and not e.catch_all:
             out.append((100.0, e, f"signature {fired[e.id]} matches"))
             continue
         hay, lines = texts[e.id]

@@ -23,7 +23,7 @@ from datetime import datetime
 from ..diagnose.collectives import compress_ranks
 from ..diagnose.engine import fingerprint
 from ..diagnose.model import Diagnosis, Finding
-from ..events import ScanResult
+from ..events import Event, ScanResult
 
 MAX_LANES = 24  # more rank lanes than this are grouped
 SLOTS = 120  # marks per lane: points closer than 1/SLOTS of the axis are drawn as one
@@ -194,28 +194,21 @@ def _points(scan: ScanResult, top: Finding | None, ranks: dict[tuple[str, int], 
     evidence = {(e.source, e.line): e for e in top.evidence} if top else {}
     fact_ts = {(f.source, f.line): clock(f.time, f.ts) for f in scan.facts if f.ts is not None}
     points: list[Point] = []
-    seen: set[tuple[str, int]] = set()
-    # a line that several entries name is shown with its strongest role (an entry's cause
-    # over the catch-all entry that names every NCCL WARN line as context)
-    best: dict[tuple[str, int], object] = {}
+    # each line once, in the scan's order, with its strongest role where several entries name
+    # it (an entry's cause over the catch-all entry that names every NCCL WARN line as context)
+    best: dict[tuple[str, int], Event] = {}
     for ev in scan.events:
         key = (ev.source, ev.line)
         if key not in best or _STRENGTH.get(ev.role, 0) > _STRENGTH.get(best[key].role, 0):
             best[key] = ev
-    for ev in scan.events:
-        key = (ev.source, ev.line)
-        if key in seen:
-            continue
-        seen.add(key)
-        ev = best[key]
+    for key, ev in best.items():
         evd = evidence.get(key)
         rank = ev.rank if ev.rank is not None else ranks.get(key, evd.rank if evd else None)
         sig = f"{ev.entry}/{ev.signature}" if ev.entry else ev.signature
         role = evd.role if evd else ev.role
         points.append(Point(ev.source, ev.line, rank, ev.time, ev.text, sig, role, clock(ev.time, ev.ts), evidence=evd is not None))
     for key, evd in evidence.items():  # evidence the engine derived from structural lines
-        if key not in seen:
-            seen.add(key)
+        if key not in best:
             points.append(Point(evd.source, evd.line, evd.rank, evd.time, evd.text, evd.signature, evd.role, fact_ts.get(key), evidence=True))
     return points
 
