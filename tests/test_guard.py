@@ -183,5 +183,27 @@ def test_diagnose_names_the_guards_rank_at_the_top(runs):
             assert d["verdict"] == "no-failure-found", (name, d["diagnoses"][:1])
             continue
         top = d["diagnoses"][0]
-        assert (top["entry"], top["initiating_rank"]) == ("guard-asymmetric-collective", culprit), (name, top)
+        # on a miss, show what decided it: the findings and the console without traceback frames
+        # (the jobs race their own gloo errors, so each run's console differs a little)
+        why = (name, [(x["entry"], x["initiating_rank"], x["confidence"]) for x in d["diagnoses"]], _gist(started[name].console))
+        assert (top["entry"], top["initiating_rank"]) == ("guard-asymmetric-collective", culprit), why
         print(f"{name}: diagnose -> {top['entry']} rank {top['initiating_rank']} confidence {top['confidence']}")
+
+
+
+
+def _gist(console: str) -> str:
+    """The console without traceback frames (a `File "..."` line, its source line, its carets):
+    what a reader needs to see why."""
+    keep, source = [], False
+    for line in console.splitlines():
+        body = re.sub(r"^\[rank\d+\]:", "", line)
+        if re.match(r"\s+File \"", body):
+            source = True  # the next line may be the frame's source
+        elif re.fullmatch(r"\s+[\^~ ]+", body) or (source and re.match(r"\s{4,}\S", body)):
+            source = False
+        else:
+            source = False
+            if line.strip():
+                keep.append(line)
+    return "\n".join(keep[-60:])
