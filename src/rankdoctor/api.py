@@ -50,12 +50,14 @@ def load_kb(entries: str | PathLike[str] | None = None) -> "KnowledgeBase":
 
 
 def diagnose(paths: Any, fr: Any = None, *, entries: str | PathLike[str] | None = None, jobs: int = 1,
-             redact: bool = False, redact_job_ids: bool = False) -> "Diagnosis":
+             redact: bool = False, redact_job_ids: bool = False, hung: bool = False) -> "Diagnosis":
     """Diagnose the logs (files, folders, archives) under ``paths``; Flight Recorder dumps
     in those folders are found on their own, ``fr`` names more. Stack dumps among the inputs
     (py-spy, faulthandler) and NCCL RAS reports (``ncclras``) are weighed too. ``jobs`` > 1 scans with that many processes.
     ``redact``: diagnose redacted copies (``diagnose --redact``: host names, addresses, user
     names, e-mails and secrets as consistent pseudonyms; ``redact_job_ids``: job ids too).
+    ``hung``: the job stopped making progress (``diagnose --hung``): the logs are read as
+    ending where it hung, even when no line shows a failure.
     Returns the model `rankdoctor diagnose --format json` prints (``.to_json()``)."""
     from .kb.loader import load_kb as _load
     from .parallel import scan_parallel
@@ -75,9 +77,9 @@ def diagnose(paths: Any, fr: Any = None, *, entries: str | PathLike[str] | None 
         from .redact import new_redactor
         from .redact.session import diagnose_redacted
 
-        result = diagnose_redacted(_paths(paths), given_fr, new_redactor(redact_job_ids), lambda p, f: diagnose_paths(kb, p, scan, f))[0]
+        result = diagnose_redacted(_paths(paths), given_fr, new_redactor(redact_job_ids), lambda p, f: diagnose_paths(kb, p, scan, f, hung=hung))[0]
         return result
-    result, _, _ = diagnose_paths(kb, _paths(paths), scan, given_fr)
+    result, _, _ = diagnose_paths(kb, _paths(paths), scan, given_fr, hung=hung)
     return result
 
 

@@ -133,6 +133,7 @@ def diagnose(
     db: Optional[Path] = typer.Option(None, "--db", metavar="FILE", help="Incident history file (default: $RANKDOCTOR_HOME/history.sqlite3, else the user data folder)."),
     redact: bool = typer.Option(False, "--redact", help="Diagnose redacted copies: hosts, addresses, user names, e-mails and secrets in the report become consistent pseudonyms (host-3)."),
     redact_job_ids: bool = typer.Option(False, "--redact-job-ids", help="With --redact: replace SLURM job ids and Kubernetes pod names too."),
+    hung: bool = typer.Option(False, "--hung", help="The job stopped making progress (it hung, or was killed while hung): read the logs as ending where it hung and say why, even when no line shows an error."),
 ) -> None:
     """Diagnose a failed or hung distributed run from its logs.
 
@@ -185,9 +186,9 @@ def diagnose(
             from .redact.session import diagnose_redacted
 
             result, scan, dumps, _ = diagnose_redacted(
-                paths, fr, new_redactor(redact_job_ids), lambda p, f: diagnose_paths(load, p, scan_with_progress, f))
+                paths, fr, new_redactor(redact_job_ids), lambda p, f: diagnose_paths(load, p, scan_with_progress, f, hung=hung))
         else:
-            result, scan, dumps = diagnose_paths(load, paths, scan_with_progress, fr)
+            result, scan, dumps = diagnose_paths(load, paths, scan_with_progress, fr, hung=hung)
     except (InputError, DumpError) as exc:
         _fail(str(exc))
     except KeyboardInterrupt:

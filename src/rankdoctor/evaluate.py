@@ -129,8 +129,11 @@ def read_label(case: Path) -> dict:
             _, conf = _find(data, ("label_confidence",))
             _, also_ranks = _find(data, ("also_acceptable_ranks",))
             also_ranks = [sorted(x) for x in also_ranks or [] if isinstance(x, list) and all(isinstance(r, int) for r in x)]
+            # the report says the job hung (the user would run diagnose --hung): part of the evidence
+            _, hung = _find(data, ("hung",))
             return {"class": klass or "none", "rank": rank if isinstance(rank, int) else None, "also": list(also or []),
-                    "ranks": ranks if len(ranks) > 1 else [], "confidence": conf, "also_ranks": also_ranks}
+                    "ranks": ranks if len(ranks) > 1 else [], "confidence": conf, "also_ranks": also_ranks,
+                    "hung": hung is True}
     raise FileNotFoundError(case)
 
 
@@ -154,7 +157,8 @@ def weigh_case(kb: KnowledgeBase, scanner: Scanner, case: Path, paths: list[str]
     from .pipeline import diagnose_paths
 
     d, _, _ = diagnose_paths(
-        kb, paths or evidence_paths(case), lambda sources: scan_sources(kb, sources, scanner), fr=[str(case)], use_fr=use_fr
+        kb, paths or evidence_paths(case), lambda sources: scan_sources(kb, sources, scanner), fr=[str(case)], use_fr=use_fr,
+        hung=read_label(case)["hung"],
     )
     return d.weighing
 
@@ -164,10 +168,12 @@ def run_case(kb: KnowledgeBase, scanner: Scanner, case: Path, paths: list[str] |
     in the case folder included (``use_fr=False``: logs only)."""
     from .pipeline import diagnose_paths
 
+    label = read_label(case)
     d, _, _ = diagnose_paths(
-        kb, paths or evidence_paths(case), lambda sources: scan_sources(kb, sources, scanner), fr=[str(case)], use_fr=use_fr
+        kb, paths or evidence_paths(case), lambda sources: scan_sources(kb, sources, scanner), fr=[str(case)], use_fr=use_fr,
+        hung=label["hung"],
     )
-    return _outcome(case, read_label(case), d)
+    return _outcome(case, label, d)
 
 
 def _outcome(case: Path, label: dict, d) -> Outcome:
@@ -220,7 +226,8 @@ def view_outcomes(kb: KnowledgeBase, scanner: Scanner, case: Path, whole: Outcom
     out = {"all": whole} if whole is not None else {}
     for name, (ps, use_fr) in views.items():
         if name not in out:
-            d, _, _ = diagnose_paths(kb, ps, lambda sources: scan_sources(kb, sources, scanner), fr=[str(case)], use_fr=use_fr)
+            d, _, _ = diagnose_paths(kb, ps, lambda sources: scan_sources(kb, sources, scanner), fr=[str(case)], use_fr=use_fr,
+                                     hung=label["hung"])
             out[name] = _outcome(case, label, d)
     return out
 

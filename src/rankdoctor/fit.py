@@ -30,7 +30,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .diagnose.engine import Weighing, answers, rescore
+from .diagnose.engine import Weighing, answers, claimable, rescore
 from .diagnose.features import FEATURES
 from .diagnose.hypotheses import MAX_SET
 from .diagnose.scoring import SCHEMA, Weights, default_weights, weights_from_json
@@ -214,6 +214,7 @@ class Prediction:
     class_ok: bool
     rank_ok: bool
     failed_run: bool  # the label says the run failed
+    claimable: bool = True  # the engine may state it as a diagnosis (engine.claimable)
 
 
 def predict(c: Case, weights: Weights) -> Prediction:
@@ -228,7 +229,8 @@ def predict(c: Case, weights: Weights) -> Prediction:
     want = label.get("ranks") or ([label["rank"]] if label["rank"] is not None else [])
     rank_ok = list(top.ranks) == want if (top and want) else got_rank == label["rank"]
     rank_ok = rank_ok or bool(top and top.ranks and list(top.ranks) in label.get("also_ranks", []))
-    return Prediction(c.name, label["class"], label["rank"], got_class, got_rank, conf, class_ok, rank_ok, failed_run)
+    return Prediction(c.name, label["class"], label["rank"], got_class, got_rank, conf, class_ok, rank_ok, failed_run,
+                      claimable(top, w) if top else True)
 
 
 def _committed_threshold(path: Path) -> float | None:
@@ -248,7 +250,7 @@ def _committed_lambda(path: Path) -> float | None:
 def confident_wrong(p: Prediction, threshold: float) -> bool:
     """Diagnosed (confidence at the threshold or above) and wrong: the class, or a rank
     named that is not the labelled one."""
-    if not p.failed_run or p.confidence < threshold:
+    if not p.failed_run or p.confidence < threshold or not p.claimable:
         return False
     return not p.class_ok or (p.got_rank is not None and p.want_rank is not None and not p.rank_ok)
 

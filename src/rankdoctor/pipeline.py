@@ -22,11 +22,13 @@ def diagnose_paths(
     scan: Callable[[list[Source]], ScanResult],
     fr: list[str] | None = None,
     use_fr: bool = True,
+    hung: bool = False,
 ) -> "tuple[Diagnosis, ScanResult, list[Dump]]":
     """Diagnose the logs under ``paths`` with ``scan`` (single or parallel). Dumps inside the
     given folders, and under ``fr``, are evidence too and are left out of the log scan.
     ``kb`` may be a function that loads the knowledge base: it is called after the scan
-    (the scan may have called it already, while its workers ran).
+    (the scan may have called it already, while its workers ran). ``hung``: the job is known
+    to have stopped making progress (``diagnose --hung``).
     Raises InputError / DumpError for input that cannot be read."""
     # (Flight Recorder dumps are looked for among local paths; objects in storage are logs)
     local = [p for p in paths if "://" not in p]
@@ -52,4 +54,4 @@ def diagnose_paths(
 
     if callable(kb):
         kb = kb()
-    return diagnose(kb, result, report), result, dumps
+    return diagnose(kb, result, report, hung=hung), result, dumps

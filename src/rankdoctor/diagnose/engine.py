@@ -36,7 +36,7 @@ from .scoring import Weights, default_weights, posterior
 if TYPE_CHECKING:
     from ..flightrec.analyze import FRReport
 
-__all__ = ["diagnose", "weigh", "rescore", "answers", "fingerprint", "Weighing", "Scored", "Answer"]
+__all__ = ["diagnose", "weigh", "rescore", "answers", "claimable", "fingerprint", "Weighing", "Scored", "Answer"]
 
 MAX_FINDINGS = 3
 
@@ -62,7 +62,10 @@ class Weighing:
     failed: bool  # the evidence shows a failure (else the run looks healthy)
 
 
-def weigh(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, weights: Weights | None = None) -> Weighing:
+def weigh(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, weights: Weights | None = None,
+          hung: bool = False) -> Weighing:
+    """``hung``: the job is known to have stopped making progress (``diagnose --hung``, or
+    watch seeing every rank silent), so the logs end where it hung even if no line says so."""
     weights = weights or default_weights()
     att = attribute(kb, scan)
     if fr is not None:
@@ -72,6 +75,10 @@ def weigh(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, wei
     # elsewhere: stacks taken of a job that hung (with logs, the logs say whether it failed)
     # ranks blocked in send/recv on each other can never move on: a deadlock, whatever else
     failed = _shows_failure(att, table, fr) or (table.stack_hang and not scan.inputs) or bool(table.p2p_cycle)
+    if hung and not failed:
+        # said to have hung, and nothing here shows it: the logs end where it hung, every rank
+        # without a failure of its own was waiting (evidence of a failure is read as always)
+        table.hung = failed = True
     if not failed:
         return Weighing(att, table, None, [], 1.0, False)
     cx = context(kb, table, att.events)
@@ -148,11 +155,15 @@ def answers(w: Weighing, weights: Weights) -> list[Answer]:
     return out
 
 
-def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, weights: Weights | None = None) -> Diagnosis:
+def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, weights: Weights | None = None,
+             hung: bool = False) -> Diagnosis:
     weights = weights or default_weights()
-    w = weigh(kb, scan, fr, weights)
+    w = weigh(kb, scan, fr, weights, hung)
     inputs = [InputInfo(i.path, i.bytes, i.lines) for i in scan.inputs]
     warnings = [x for i in scan.inputs for x in i.warnings] + scan.warnings
+    if w.table.hung:
+        warnings.append("no line shows a failure: read as a hang because the job was said to have stopped "
+                        "making progress (--hung); the logs are taken to end where it hung")
     seen = sorted(w.att.seen)
     count = w.att.world_size or (max(seen) + 1 if seen else 0)
     warnings += ras_notes(w.att.ras, w.failed)
@@ -168,8 +179,16 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, 
         return Diagnosis("no-failure-found", [], count, seen, inputs, warnings, table=w.table, weighing=w)
     ranked = answers(w, weights)
     findings = [to_finding(kb, a, w, weights) for a in ranked[:MAX_FINDINGS]]
-    verdict = "diagnosed" if ranked and ranked[0].confidence >= weights.threshold else "inconclusive"
+    verdict = "diagnosed" if ranked and ranked[0].confidence >= weights.threshold and claimable(ranked[0], w) else "inconclusive"
     return Diagnosis(verdict, findings, count, seen, inputs, warnings, table=w.table, weighing=w)
+
+
+def claimable(a: Answer, w: Weighing) -> bool:
+    """Whether the answer may be stated as a diagnosis at all (given the confidence): not
+    when the job was only said to have hung (no line shows a failure) and no line of the
+    answer's entry is in the logs either. Then the answer is a prior over hangs of this
+    shape, however likely: it stays inconclusive and names the check that tells."""
+    return not (w.table.hung and a.best.features.get("entry_none", 0.0))
 
 
 def _shows_failure(att: Attributed, table: RankTable, fr: "FRReport | None") -> bool:

@@ -22,7 +22,7 @@ from .attribution import ACTIVITY, FATAL, TRACE
 from .hypotheses import MISMATCH_CLASSES, Hypothesis, Kind, desync_strength, main_process_busy, named_by_peers
 from .ranktable import (
     FR_HANG, FR_MISMATCH, NUMERIC_CLASS, End, RankRow, RankTable, about_peer, fingerprint_minority, fingerprints_ahead,
-    first_collective_hang, order, reports_lost_peer, same_block, same_clock,
+    first_collective_hang, first_collective_stated, order, reports_lost_peer, same_block, same_clock,
 )
 
 # name -> what it means (the order is the order of the weight vector)
@@ -53,6 +53,8 @@ FEATURES: dict[str, str] = {
     "finding_lost_not_late": "the entry explains a late rank, not a dead one, yet peers report losing a rank (a closed connection, a remote process that exited)",
     "finding_quiet": "the entry explains a straggler, and some rank went quiet early or worked on while the others waited",
     "finding_first_collective": "the entry explains a hang in the job's first collective, and every timeout report is at SeqNum 0 or 1",
+    "finding_first_stated": "the entry explains a hang in the job's first collective, and the job was said to have hung (--hung) before any rank printed a step, a timeout or a failure",
+    "stated_hang": "no line shows a failure or a timeout: the job was only said to have hung (--hung, or watch saw every rank go silent), so the answer rests on where the logs end",
     "finding_p2p_wait": "the entry explains ranks waiting in send/recv on each other, and stack dumps show such a cycle",
     "finding_fr_hang": "the entry explains a straggler/lost peer, and the Flight Recorder shows ranks behind or stuck",
     # the claimed rank(s)
@@ -247,6 +249,8 @@ def featurize(h: Hypothesis, cx: Context) -> dict[str, float]:
     f["finding_fr_hang"] = cx.finding["fr_hang"] if hang else 0.0
     f["finding_first_collective"] = cx.finding["first"] if "first-collective" in explains else 0.0
     f["finding_p2p_wait"] = cx.finding["p2p_wait"] if "p2p-wait" in explains else 0.0
+    f["finding_first_stated"] = cx.finding["first_stated"] if "first-collective" in explains else 0.0
+    f["stated_hang"] = cx.finding["stated"]
 
     ranks = h.ranks
     if ranks:
@@ -550,7 +554,10 @@ def _findings(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> dict[
     q = max([_gap_score(g, full) for g in list(quiet.values()) + list(late.values())] or [0.0])
     fr_hang = float(table.fr is not None and any(f.kind in FR_HANG for f in table.fr.findings))
     fr_mismatch = float(table.fr is not None and any(f.kind in FR_MISMATCH for f in table.fr.findings))
-    return {"first": float(first_collective_hang(table)), "desync": desync, "p2p_wait": float(bool(table.p2p_cycle)), "fr_mismatch": fr_mismatch, "absent": absent, "lost_peer": lost, "quiet": q if table.waiting_ranks else 0.0, "fr_hang": fr_hang}
+    stated = float(table.hung and not any(rw.own_failure or rw.waits for rw in table.rows.values())
+                   and not table.unranked_failures and table.coll is None)
+    return {"first": float(first_collective_hang(table)), "first_stated": float(first_collective_stated(table)),
+            "stated": stated, "desync": desync, "p2p_wait": float(bool(table.p2p_cycle)), "fr_mismatch": fr_mismatch, "absent": absent, "lost_peer": lost, "quiet": q if table.waiting_ranks else 0.0, "fr_hang": fr_hang}
 
 
 __all__ = ["FEATURES", "Context", "context", "featurize", "outlived_peers", "primary_failure", "quiet_gaps", "ACTIVITY", "FATAL", "TRACE", "same_clock"]

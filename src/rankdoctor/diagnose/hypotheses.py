@@ -20,6 +20,7 @@ from ..kb.model import Entry
 from .attribution import FATAL, TRACE, WARNED
 from .ranktable import (
     FR_HANG, FR_MISMATCH, RankTable, fingerprint_minority, fingerprints_ahead, fingerprints_differ, first_collective_hang,
+    first_collective_stated,
 )
 
 MAX_SET = 8  # a set of ranks that failed together: at most one node's worth
@@ -299,14 +300,16 @@ def _finding_present(finding: str, table: RankTable, events: list[Event], kb: Kn
     if finding == "desync":
         return desync_strength(kb, table, events) > 0
     if finding == "first-collective":
-        return first_collective_hang(table)
+        return first_collective_hang(table) or first_collective_stated(table)
     if finding == "p2p-wait":
         return bool(table.p2p_cycle)
     if finding in ("straggler", "dead-peer") and table.ras is not None and table.ras.shows_failure:
         return True  # NCCL RAS cannot reach a process, or its counts are stuck, though no rank may be known
     if finding == "straggler":
         # (a wait no rank could be given: who was late is not known, but somebody was waited for)
-        return bool(fr_kinds & FR_HANG) or bool(coll and coll.kind in ("absent", "uniform")) or bool(table.unranked_waits)
+        # (or the job is said to have hung and not in its first collective: somebody stopped)
+        return bool(fr_kinds & FR_HANG) or bool(coll and coll.kind in ("absent", "uniform")) or bool(table.unranked_waits) \
+            or (table.hung and not first_collective_stated(table))
     return any(rw.accuses for rw in table.rows.values())
 
 
