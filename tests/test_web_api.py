@@ -57,6 +57,17 @@ def test_diagnose_several_rank_files_and_gzip(client):
     assert [i["path"] for i in r.json()["inputs"]] == ["rank_0.log", "rank_1.log", "rank_3.log", "rank_2.log.gz"]
 
 
+def test_hung_query_is_diagnose_hung(client):
+    """?hung=true reads a silent hang as `diagnose --hung` does; without it the same paste shows no failure."""
+    log = (SCENARIOS / "real-holdout15" / "kubeflow-eks-nccl-socket-lo-hang" / "log.txt").read_bytes()
+    plain = client.post("/api/diagnose", content=log, headers={"content-type": "text/plain"})
+    assert plain.status_code == 200 and plain.json()["verdict"] == "no-failure-found"
+    r = client.post("/api/diagnose?hung=true", content=log, headers={"content-type": "text/plain"})
+    assert r.status_code == 200, r.text
+    assert r.json()["diagnoses"][0]["entry"] == "nccl-socket-unroutable-interface-hang"
+    assert client.post("/api/diagnose?hung=maybe", content=log, headers={"content-type": "text/plain"}).status_code == 422
+
+
 def test_line_map_restores_original_line_numbers(client):
     # the browser sent 3 lines of a 5,000-line file: lines 10, 4000 and 4001
     body = "\n".join(["[rank0]: step 9 ok", WATCHDOG.format(r=0), OOM.format(r=1)]) + "\n"

@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from .conftest import ROOT
+from .conftest import ROOT, SCENARIOS
 from .test_timeline import OOM, WATCHDOG
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -138,6 +138,18 @@ def test_paste_to_report(page, server):
     page.click("text=Download this report")  # a plain link; the page stays usable
     entry = page.get_attribute(".rd-facts a", "href")
     assert entry == "/kb/entries/cuda-out-of-memory.html"
+
+
+def test_the_job_hung_box(page, server):
+    """A silent hang pasted with "The job hung" ticked is read as `diagnose --hung` reads it."""
+    page.goto(server + "/")
+    page.fill("#paste", (SCENARIOS / "real-holdout15" / "kubeflow-eks-nccl-socket-lo-hang" / "log.txt").read_text())
+    page.wait_for_selector("#review:not([hidden])")
+    page.check("#hung")
+    page.click("#diagnose")
+    page.wait_for_url("**/report/*")
+    assert "cannot reach" in page.inner_text("h1.rd-title")
+    assert "said to have hung" in page.inner_text("body")
 
 
 def test_drop_several_rank_files(page, server, tmp_path):

@@ -61,29 +61,33 @@ def entry_summary(e) -> dict:
     }
 
 
+_HUNG = ("The job stopped making progress (it hung): when no line shows a failure, the logs are read as ending "
+         "where it hung, as `rankdoctor diagnose --hung` does.")
+
+
 def make_router(state: AppState) -> APIRouter:
     api = APIRouter(prefix="/api", tags=["api"])
 
-    async def run(request: Request, report_id: str | None) -> Outcome:
+    async def run(request: Request, report_id: str | None, hung: bool) -> Outcome:
         """Admit, stream the body to disk, diagnose in a worker; the files go when it is done."""
         with state.pool.slot(), tempfile.TemporaryDirectory(prefix="rankdoctor-upload-") as folder:
             uploads = await read_uploads(request, Path(folder))
-            return await state.pool.run(diagnose_uploads, uploads, state.limits.max_inflated_bytes, report_id, state.history)
+            return await state.pool.run(diagnose_uploads, uploads, state.limits.max_inflated_bytes, report_id, state.history, hung)
 
     @api.post("/diagnose", summary="Diagnose logs", openapi_extra=_LOG_BODY, response_class=Response, responses=_ERRORS)
-    async def diagnose_logs(request: Request) -> Response:
+    async def diagnose_logs(request: Request, hung: bool = Query(False, description=_HUNG)) -> Response:
         """The diagnosis as schema rankdoctor.diagnosis/v1 — the same document as
-        `rankdoctor diagnose --format json`."""
-        outcome = await run(request, None)
+        `rankdoctor diagnose --format json` (`?hung=true`: as `diagnose --hung`)."""
+        outcome = await run(request, None, hung)
         return Response(outcome.json, media_type="application/json")
 
     @api.post("/reports", status_code=201, summary="Diagnose logs and keep the report", openapi_extra=_LOG_BODY,
               response_class=Response, responses=_ERRORS)
-    async def create_report(request: Request) -> Response:
+    async def create_report(request: Request, hung: bool = Query(False, description=_HUNG)) -> Response:
         """Like /api/diagnose, and also keeps the report (with its timeline) in memory:
         `url` is its page, `download` the self-contained HTML file."""
         rid = secrets.token_urlsafe(9)
-        outcome = await run(request, rid)
+        outcome = await run(request, rid, hung)
         state.keep(rid, Report(outcome.page or "", outcome.download or ""))
         head = json.dumps({"id": rid, "url": f"/report/{rid}", "download": f"/report/{rid}/download"}, separators=(",", ":"))
         return Response(head[:-1].encode() + b',"diagnosis":' + outcome.json + b"}", status_code=201, media_type="application/json")

@@ -184,7 +184,8 @@ def init(kb: "KnowledgeBase") -> None:
     )
 
 
-def diagnose_uploads(uploads: list[Upload], max_inflated: int, report_id: str | None, history: str | None = None) -> Outcome:
+def diagnose_uploads(uploads: list[Upload], max_inflated: int, report_id: str | None, history: str | None = None,
+                     hung: bool = False) -> Outcome:
     """Scan and diagnose; ``Refused`` (400) when nothing in the uploads is a text log.
     ``history``: the incident history file whose similar incidents the report lists."""
     from ..diagnose.engine import diagnose
@@ -203,7 +204,7 @@ def diagnose_uploads(uploads: list[Upload], max_inflated: int, report_id: str | 
     if not text_inputs and not stacks:
         reasons = [w for i in scan.inputs for w in i.warnings]
         raise Refused(400, reasons[0] if reasons else "empty input, nothing to diagnose")
-    result = diagnose(kb, scan)
+    result = diagnose(kb, scan, hung=hung)
     if history is not None:
         _similar(result, history)
     doc = json.dumps(result.to_json(), ensure_ascii=False, separators=(",", ":")).encode()

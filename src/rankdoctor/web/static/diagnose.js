@@ -379,7 +379,8 @@
     status("diagnosing " + kb(size) + "…");
     var headers = {};
     headers[cfg.tokenHeader] = cfg.token;  // the server refuses a browser's POST without this page's token
-    return fetch("/api/reports", { method: "POST", body: form, headers: headers }).then(function (r) {
+    var url = "/api/reports" + ($("hung").checked ? "?hung=true" : "");  // as `rankdoctor diagnose --hung`
+    return fetch(url, { method: "POST", body: form, headers: headers }).then(function (r) {
       return r.json().catch(function () { return { detail: "the server answered " + r.status }; }).then(function (doc) {
         if (!r.ok) { throw new Error(doc.detail || ("the server answered " + r.status)); }
         return doc;
