@@ -430,15 +430,15 @@ def test_a_rank_that_aborts_on_a_peers_mismatched_message_died_of_it(kb):
 
 
 def test_a_rank_that_never_printed_a_step_is_behind_peers_that_count_steps(kb):
-    from rankdoctor.diagnose.features import _behind
+    from rankdoctor.diagnose.features import steps_behind
 
     init = "[default{r}]:2026-12-02 00:15:01,120 INFO train: rank {r}/3 initialised (gloo, timeout=10.0s)"
     step = "[default{r}]:2026-12-02 00:15:03,432 INFO train: rank {r} epoch 0 loss 17.3703"
     lines = [init.format(r=r) for r in range(3)] + [step.format(r=r) for r in (0, 2)]
-    assert _behind(_table(kb, "\n".join(lines) + "\n")) == {1}
+    assert steps_behind(_table(kb, "\n".join(lines) + "\n")) == {1}
     # progress printed by rank 0 alone is how many jobs log, not a sign the others are behind
     lines = [init.format(r=r) for r in range(3)] + [step.format(r=0)]
-    assert _behind(_table(kb, "\n".join(lines) + "\n")) == set()
+    assert steps_behind(_table(kb, "\n".join(lines) + "\n")) == set()
 
 
 def test_nccl_ring_lines_tell_which_rank_a_hosts_gpu_is(kb):

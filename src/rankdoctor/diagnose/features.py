@@ -199,7 +199,7 @@ def context(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Context
         for r in rw.accuses:
             accusations[r] = accusations.get(r, 0) + 1
     return Context(
-        kb, table, by_entry, failed, waiting, quiet, late, _behind(table), _numeric_first(table),
+        kb, table, by_entry, failed, waiting, quiet, late, steps_behind(table), _numeric_first(table),
         accusations, named_by_peers(events), fingerprint_minority(table), _findings(kb, table, events),
         timeout_seconds(table), outlived_peers(table), _gone(kb, events), main_process_busy(kb, table, events),
         frozenset(e.id for e in kb if e.class_ == "collective-desync"),
@@ -504,7 +504,7 @@ def _last_non_wait(rw: RankRow) -> Event | None:
     return None if rw.last_seen is None or rw.last_seen in rw.waits else rw.last_seen
 
 
-def _behind(table: RankTable) -> set[int]:
+def steps_behind(table: RankTable) -> set[int]:
     """The ranks whose step counter is behind every other rank's. A rank that printed lines
     of work but no counter at all is behind too (it stopped before its first step) when
     more ranks print counters than not, or when it is the only one without a counter and
@@ -560,4 +560,4 @@ def _findings(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> dict[
             "stated": stated, "desync": desync, "p2p_wait": float(bool(table.p2p_cycle)), "fr_mismatch": fr_mismatch, "absent": absent, "lost_peer": lost, "quiet": q if table.waiting_ranks else 0.0, "fr_hang": fr_hang}
 
 
-__all__ = ["FEATURES", "Context", "context", "featurize", "outlived_peers", "primary_failure", "quiet_gaps", "ACTIVITY", "FATAL", "TRACE", "same_clock"]
+__all__ = ["FEATURES", "Context", "context", "featurize", "outlived_peers", "primary_failure", "quiet_gaps", "steps_behind", "ACTIVITY", "FATAL", "TRACE", "same_clock"]

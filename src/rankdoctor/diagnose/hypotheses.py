@@ -174,7 +174,7 @@ def framed_entries(kb: KnowledgeBase, ev: Event) -> list[Entry]:
 def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspects:
     """The ranks the table singles out for each finding (see ``features.py`` for how
     strongly)."""
-    from .features import MIN_GAP, outlived_peers, quiet_gaps  # one definition of "went quiet" / "still busy" / "finished"
+    from .features import MIN_GAP, outlived_peers, steps_behind, quiet_gaps  # one definition of "went quiet" / "still busy" / "finished" / "behind"
 
     desync: set[int] = set()
     straggler: set[int] = set()
@@ -233,6 +233,12 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
     straggler |= {r for r, g in late.items() if g >= MIN_GAP}
     group("straggler", {r for r, g in quiet.items() if g >= MIN_GAP})
     group("straggler", table.ras_dead | table.ras_behind)
+    if table.hung:
+        # said to have hung with nothing else to go on: the rank whose step counter stopped
+        # behind every other rank's is where it stopped (the others went on to wait for it)
+        behind = steps_behind(table)
+        straggler |= behind
+        group("straggler", behind)
     dead |= {r for r, g in quiet.items() if g >= MIN_GAP and r in accused}
     # ranks of the job that never printed anything, while others waited
     # (only when one rank is missing, or most of the job's output is here: in a paste of
