@@ -29,6 +29,8 @@ def test_without_the_flag_a_silent_hang_is_no_failure_and_with_it_a_p2p_suspect(
     top = doc["diagnoses"][0]
     assert (top["class"], top["initiating_ranks"]) == ("nccl-p2p-topology", [])
     assert "NCCL_P2P_DISABLE=1" in json.dumps(top["fix"]) + json.dumps(top["verify"])
+    # the next evidence to take while it still hangs: every rank's stack
+    assert any("py-spy dump --pid" in m and "--hung" in m for m in top["missing"]), top["missing"]
     text = run_cli("diagnose", str(NCCLTESTS_P2P), "--hung").stdout.decode()
     assert "no line shows a failure: read as a hang" in text and "said to have hung (--hung)" in text, text[:2000]
 

@@ -350,6 +350,13 @@ def _missing(a: "Answer", w: "Weighing", weights: "Weights") -> list[str]:
                 "Which rank failed first: collect every rank's output with rank prefixes and timestamps. "
                 "Run: torchrun --log-dir logs --tee 3 ... (or srun -l), then rankdoctor diagnose logs/"
             )
+    if table.hung:
+        # only the user's word says it hung: where each rank is stuck is the evidence to take
+        # next, while the job still hangs (rankdoctor reads the dumps with the logs)
+        out.append(
+            "Where each rank is stuck while the job hangs (a collective, data loading, I/O, a lock). Run: for each rank's pid, "
+            "py-spy dump --pid <pid> > stacks/pyspy_rank<N>.txt, then rankdoctor diagnose logs/ stacks/ --hung"
+        )
     coll = table.coll
     if coll and coll.kind == "absent" and h.kind in (Kind.straggler, Kind.dead_peer):
         silent = [r for r in coll.culprits if r not in table.rows]
