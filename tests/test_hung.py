@@ -49,3 +49,44 @@ def test_a_failure_the_logs_show_is_read_as_without_the_flag():
     hung = rankdoctor.diagnose(str(WITH_FAILURE), hung=True).to_json()
     assert plain["verdict"] != "no-failure-found"
     assert hung == plain
+
+
+def test_watch_hung_after_reads_a_silent_job_as_hung(tmp_path):
+    """`watch --hung-after 1`: while lines arrive, a silent hang shows no failure; once no input
+    has had a line for a second, the diagnosis is diagnose --hung's."""
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from .test_watch import CLI, _reader, stop
+
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    lines = K8S_LO.read_text().splitlines()
+    log = folder / "master-0.log"
+    log.write_text(lines[0] + "\n")
+    watch = subprocess.Popen([*CLI, "watch", str(folder), "--format", "json", "--hung-after", "1.5"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out: list = []
+    err: list = []
+    readers: list[threading.Thread] = [_reader(watch.stdout, out), _reader(watch.stderr, err)]
+    try:
+        with open(log, "a") as f:
+            for line in lines[1:]:  # the job's start, a line every half second: not silent yet
+                time.sleep(0.5)
+                f.write(line + "\n")
+                f.flush()
+        last_line = time.time()
+        deadline = time.time() + 30
+        while time.time() < deadline and not any("said to have hung" in text for _, text in out):
+            time.sleep(0.2)
+    finally:
+        assert stop(watch, readers) == 0, err
+    docs = [(t, json.loads(text)) for t, text in out]
+    assert docs[0][1]["verdict"] == "no-failure-found", docs[0]
+    hung = [(t, d) for t, d in docs if d["diagnoses"] and "said to have hung" in d["diagnoses"][0]["root_cause"]]
+    assert hung, [(d["verdict"], [x["entry"] for x in d["diagnoses"][:1]]) for _, d in docs]
+    t, d = hung[0]
+    assert t >= last_line + 1.4, (t - last_line, d["diagnoses"][0]["entry"])  # not while lines still arrived
+    assert d["diagnoses"][0]["entry"] == "nccl-socket-unroutable-interface-hang", d["diagnoses"][0]

@@ -297,6 +297,7 @@ def watch(
     paths: list[str] = typer.Argument(..., metavar="PATH", help="Growing log files, folders (a torchrun --log-dir: a new file is a new rank), or - for a pipe."),
     fmt: Format = typer.Option(Format.text, "--format", "-f", help="text (a live view on a terminal, one line per change otherwise) or json (a rankdoctor.diagnosis/v1 document per line on every change)."),
     silent_after: float = typer.Option(60.0, "--silent-after", min=0.1, metavar="SECONDS", help="Warn when a rank writes nothing for this long while the others write."),
+    hung_after: Optional[float] = typer.Option(None, "--hung-after", min=0.1, metavar="SECONDS", help="When every rank has written nothing for this long, take the job to have hung and diagnose it as `diagnose --hung` does (for jobs that always print within this time; by default a silent job may also have finished)."),
     alert_webhook: Optional[str] = typer.Option(None, "--alert-webhook", metavar="URL", help="POST each change of the diagnosis (and of silent ranks) here: Alertmanager's webhook JSON with a Slack-style top-level text; retried with backoff."),
     on_diagnosis: Optional[str] = typer.Option(None, "--on-diagnosis", metavar="CMD", help="Run this shell command on each change of the diagnosis and when ranks go silent, with RANKDOCTOR_EVENT, _VERDICT, _ENTRY, _CLASS, _RANKS, _SILENT_RANKS and _JSON (a file) in its environment."),
     metrics_port: Optional[int] = typer.Option(None, "--metrics-port", min=0, max=65535, metavar="PORT", help="Serve Prometheus metrics on this port (all interfaces): fingerprint hits per entry and rank, seconds since each rank's last line, silent ranks, the diagnosis."),
@@ -320,7 +321,7 @@ def watch(
             raise typer.Exit(0)
         kb = _load_kb(entries, check=False)
         try:
-            watcher = Watcher(paths, kb=kb, entries=entries, silent_after=silent_after)
+            watcher = Watcher(paths, kb=kb, entries=entries, silent_after=silent_after, hung_after=hung_after)
         except InputError as exc:
             _fail(str(exc))
         stop.attach(watcher)

@@ -122,8 +122,10 @@ class Watcher:
     ``tick``: how often the files are checked without a notification (silence timing, file
     systems without notifications); ``rediagnose``: how often the diagnosis is re-run while
     lines arrive that matched nothing new (its last-activity reasoning); ``stdin``: the
-    file descriptor ``-`` reads (default 0). Raises ``InputError`` for a path that does not
-    exist or cannot be read."""
+    file descriptor ``-`` reads (default 0); ``hung_after``: seconds of silence of every rank
+    after which the job is taken to have hung (the diagnosis is then ``diagnose --hung``'s;
+    None: never, a silent job may also have finished). Raises ``InputError`` for a path that
+    does not exist or cannot be read."""
 
     def __init__(
         self,
@@ -135,6 +137,7 @@ class Watcher:
         tick: float = 1.0,
         rediagnose: float = 5.0,
         stdin: int = 0,
+        hung_after: float | None = None,
     ):
         if not paths:
             raise InputError("no input paths given")
@@ -142,6 +145,8 @@ class Watcher:
 
         self.paths = list(paths)
         self.silent_after, self.tick, self.rediagnose = silent_after, tick, rediagnose
+        self.hung_after = hung_after
+        self._last_line_at: float | None = None  # when the last line of any input arrived
         self._entries = Path(entries) if entries is not None else None
         self._kb = kb
         self._stdin_fd = stdin
@@ -306,6 +311,7 @@ class Watcher:
         assert kb is not None
         previous: dict[str, Any] | None = None
         last_silent: tuple[frozenset[int], bool] = (frozenset(), False)
+        was_hung = False  # the last diagnosis was made as a stated hang (hung_after)
         read_at: float | None = None
         self._poll(self._sources.values(), final=False)
         diag_at, cost, pending = 0.0, 0.0, False
@@ -345,7 +351,8 @@ class Watcher:
                     pending = True
             now = time.time()
             silent, stalled = self._silence(now)
-            silence_changed = (frozenset(silent), stalled) != last_silent
+            hung = self._hung(now)
+            silence_changed = (frozenset(silent), stalled) != last_silent or hung != was_hung
             for fn in self._rounds:
                 fn(self)
             grew = len(self.result.samples) != kinds or len(self.result.ranks_seen) != ranks or len(self._sources) != nsources
@@ -355,7 +362,8 @@ class Watcher:
                 continue
             t0 = time.perf_counter()
             self._refresh_tails()
-            d = diagnose(kb, self.result)
+            d = diagnose(kb, self.result, hung=hung)
+            was_hung = hung
             cost = time.perf_counter() - t0
             diag_at = time.time()
             kinds, ranks, nsources = len(self.result.samples), len(self.result.ranks_seen), len(self._sources)
@@ -468,6 +476,8 @@ class Watcher:
 
     def _note_life(self, src: _Source, data: bytes, now: float) -> None:
         """Each rank's latest line among the last lines just read."""
+        if data.strip():
+            self._last_line_at = now
         dialect = src.cur.dialect or Dialect()
         one_rank = (src.base.rank is not None or src.base.local_rank is not None) and not (dialect.srun or dialect.hosts)
         lines = data[-(_LIFE_LINES * 400) :].split(b"\n")
@@ -507,6 +517,12 @@ class Watcher:
         for r in sorted(self._life):
             life = self._life[r]
             yield r, RankLife(r, life.seen_at, life.text, life.time, max(0.0, now - life.seen_at))
+
+    def _hung(self, now: float) -> bool:
+        """No line in any input for ``hung_after`` seconds (when it is set), after some."""
+        if self.hung_after is None or self._last_line_at is None:
+            return False
+        return now - self._last_line_at >= self.hung_after
 
     def _silence(self, now: float) -> tuple[dict[int, float], bool]:
         """Ranks silent while at least half of the others write, and whether all are."""
