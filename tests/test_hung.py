@@ -81,6 +81,11 @@ def test_watch_hung_after_reads_a_silent_job_as_hung(tmp_path):
         deadline = time.time() + 30
         while time.time() < deadline and not any("said to have hung" in text for _, text in out):
             time.sleep(0.2)
+        with open(log, "a") as f:  # a line again: the job was not hung after all
+            f.write(lines[-1] + "\n")
+        resumed = time.time()
+        while time.time() < deadline and not [1 for t, text in out if t > resumed and "said to have hung" not in text]:
+            time.sleep(0.2)
     finally:
         assert stop(watch, readers) == 0, err
     docs = [(t, json.loads(text)) for t, text in out]
@@ -90,3 +95,5 @@ def test_watch_hung_after_reads_a_silent_job_as_hung(tmp_path):
     t, d = hung[0]
     assert t >= last_line + 1.4, (t - last_line, d["diagnoses"][0]["entry"])  # not while lines still arrived
     assert d["diagnoses"][0]["entry"] == "nccl-socket-unroutable-interface-hang", d["diagnoses"][0]
+    after = [d for t, d in docs if t > resumed]
+    assert after and after[0]["verdict"] == "no-failure-found", [(x["verdict"]) for x in after]
