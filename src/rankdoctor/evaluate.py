@@ -111,6 +111,10 @@ def _find(data: object, keys: tuple[str, ...]) -> tuple[bool, object]:
 
 
 def read_label(case: Path) -> dict:
+    """A case's label (case.yaml or label.yaml): ``class`` (a TAXONOMY id; ``healthy: true`` for
+    a run that did not fail), ``initiating_rank`` / ``initiating_ranks``, ``also_acceptable``
+    classes, ``also_acceptable_ranks`` rank sets, ``label_confidence``, and ``hung: true`` where
+    the report says the job hung (it is then diagnosed as ``diagnose --hung`` would)."""
     for name in LABEL_FILES:
         p = case / name
         if p.is_file():
