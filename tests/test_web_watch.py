@@ -93,3 +93,30 @@ def test_no_watch_page_without_a_watched_run(kb):
         r = client.get("/watch", headers={"Accept": "text/html"})
     assert r.status_code == 404
     assert "rankdoctor serve --watch" in r.text
+
+
+def test_watch_hung_after_shows_the_hang_reading(kb, tmp_path):
+    """`serve --watch DIR --watch-hung-after S`: a real silent-hang console in the watched folder,
+    no line for S seconds, and /watch shows diagnose --hung's answer."""
+    from rankdoctor.web.app import create_app
+
+    from .conftest import SCENARIOS
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    text = (SCENARIOS / "real-holdout15" / "kubeflow-eks-nccl-socket-lo-hang" / "log.txt").read_text()
+    (logs / "master-0.log").write_text(text)
+    app = create_app(kb, watch=[str(logs)], watch_hung_after=1.0)
+    with serving(app, timeout_graceful_shutdown=2) as (base, thread):
+        try:
+            deadline, page = time.time() + 30, ""
+            while time.time() < deadline:
+                with urllib.request.urlopen(base + "/watch") as r:
+                    page = r.read().decode()
+                if "nccl-socket-unroutable-interface-hang" in page:
+                    break
+                time.sleep(0.5)
+            assert "nccl-socket-unroutable-interface-hang" in page and "said to have hung" in page, page[-3000:]
+        finally:
+            app.state.watched.closing.set()
+    assert not thread.is_alive(), "the server did not stop"

@@ -548,6 +548,7 @@ def serve(
     request_timeout: float = typer.Option(60.0, "--request-timeout", help="Seconds one diagnosis may take; past it the request gets 503 and its worker is killed."),
     workers: int = typer.Option(0, "--workers", help="Diagnosis worker processes (0: one per core, at most 4)."),
     watch: Optional[list[str]] = typer.Option(None, "--watch", metavar="PATH", help="Follow this live run's logs (a folder or a file; repeat for more) as rankdoctor watch does, and show its diagnosis at /watch, updated as it changes."),
+    watch_hung_after: Optional[float] = typer.Option(None, "--watch-hung-after", min=0.1, metavar="SECONDS", help="With --watch: once no watched file has had a line for this long, take the run to have hung (as rankdoctor watch --hung-after)."),
     db: Optional[Path] = typer.Option(None, "--db", metavar="FILE", help="Incident history shown at /history (default: the one rankdoctor history uses)."),
 ) -> None:
     """Run the local web app: paste logs, get the diagnosis.
@@ -577,7 +578,9 @@ def serve(
     from .web.app import serve as run_server
 
     try:
-        run_server(kb, host=host, port=port, limits=limits, watch=watch or None, history=db)
+        if watch_hung_after is not None and not watch:
+            _fail("--watch-hung-after goes with --watch")
+        run_server(kb, host=host, port=port, limits=limits, watch=watch or None, history=db, watch_hung_after=watch_hung_after)
     except InputError as exc:  # a --watch path that is not there
         _fail(str(exc))
 

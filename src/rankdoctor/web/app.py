@@ -48,14 +48,16 @@ def _build_kb_site(kb: KnowledgeBase) -> tempfile.TemporaryDirectory:
 
 
 def create_app(kb: KnowledgeBase, limits: Limits | None = None, host: str = "127.0.0.1", watch: list[str] | None = None,
-               history: Path | None = None) -> FastAPI:
+               history: Path | None = None, watch_hung_after: float | None = None) -> FastAPI:
     """The app. ``limits`` bounds what it admits (``limits.py``); ``host`` is the address it
     is served on: with the loopback names, the only Host header it accepts (``guard.py``);
     ``watch``: paths to follow while the app runs, shown live at /watch (``watching.py``;
     ``InputError`` for a path that is not there); ``history``: the incident history file
-    shown at /history (default: the one `rankdoctor history` uses; ``history.py``)."""
+    shown at /history (default: the one `rankdoctor history` uses; ``history.py``);
+    ``watch_hung_after``: the watched run is taken to have hung after that many seconds
+    without a line (``rankdoctor watch --hung-after``)."""
     limits = limits or Limits()
-    watched = WatchedRun(kb, watch) if watch else None
+    watched = WatchedRun(kb, watch, hung_after=watch_hung_after) if watch else None
     state = AppState(kb, limits, find_samples())
     site_dir = _build_kb_site(kb)
     env = make_env(PackageLoader("rankdoctor.web", "templates"))
@@ -172,13 +174,13 @@ def create_app(kb: KnowledgeBase, limits: Limits | None = None, host: str = "127
 
 
 def serve(kb: KnowledgeBase, host: str = "127.0.0.1", port: int = 8000, limits: Limits | None = None, watch: list[str] | None = None,
-          history: Path | None = None) -> None:
+          history: Path | None = None, watch_hung_after: float | None = None) -> None:
     """Run the app until SIGINT/SIGTERM. Shutdown takes seconds even while diagnoses run:
     requests still going after SHUTDOWN_GRACE are cancelled, which kills their workers."""
     import uvicorn
 
     limits = limits or Limits()
-    app = create_app(kb, limits, host, watch, history)
+    app = create_app(kb, limits, host, watch, history, watch_hung_after)
     protocol = type("H11", (HeaderTimeoutH11,), {"read_timeout": limits.read_timeout})
     config = uvicorn.Config(
         app, host=host, port=port, log_level="warning", http=protocol,

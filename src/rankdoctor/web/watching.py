@@ -32,9 +32,9 @@ class WatchedRun:
     """The watcher and the latest rendered fragment. ``InputError`` for a path that is not
     there, at construction (before the server starts)."""
 
-    def __init__(self, kb: KnowledgeBase, paths: list[str], silent_after: float = 60.0):
+    def __init__(self, kb: KnowledgeBase, paths: list[str], silent_after: float = 60.0, hung_after: float | None = None):
         self.kb, self.paths = kb, list(paths)
-        self.watcher = Watcher(self.paths, kb=kb, silent_after=silent_after)
+        self.watcher = Watcher(self.paths, kb=kb, silent_after=silent_after, hung_after=hung_after)
         self.watcher.subscribe(self._on_update)
         self._template = make_env(PackageLoader("rankdoctor.web", "templates")).get_template("_watched.html")
         self._lock = threading.Lock()
