@@ -29,7 +29,7 @@ from .frcandidates import fr_events
 from .hypotheses import Hypothesis, generate
 from .model import Diagnosis, InputInfo
 from .present import to_finding
-from .ranktable import End, RankTable, build_rank_table, fingerprints_differ, is_cut_wait
+from .ranktable import End, RankTable, build_rank_table, fingerprints_differ, is_cut_wait, mark_hung
 from .ras import ras_notes
 from .scoring import Weights, default_weights, posterior
 
@@ -65,7 +65,8 @@ class Weighing:
 def weigh(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, weights: Weights | None = None,
           hung: bool = False) -> Weighing:
     """``hung``: the job is known to have stopped making progress (``diagnose --hung``, or
-    watch seeing every rank silent), so the logs end where it hung even if no line says so."""
+    ``watch --hung-after`` seeing no line for that long), so the logs end where it hung even
+    if no line says so."""
     weights = weights or default_weights()
     att = attribute(kb, scan)
     if fr is not None:
@@ -77,8 +78,9 @@ def weigh(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, wei
     failed = _shows_failure(att, table, fr) or (table.stack_hang and not scan.inputs) or bool(table.p2p_cycle)
     if hung and not failed:
         # said to have hung, and nothing here shows it: the logs end where it hung, every rank
-        # without a failure of its own was waiting (evidence of a failure is read as always)
-        table.hung = failed = True
+        # was waiting (evidence of a failure is read as always)
+        mark_hung(table, att.events)
+        failed = True
     if not failed:
         return Weighing(att, table, None, [], 1.0, False)
     cx = context(kb, table, att.events)

@@ -54,7 +54,7 @@ FEATURES: dict[str, str] = {
     "finding_quiet": "the entry explains a straggler, and some rank went quiet early or worked on while the others waited",
     "finding_first_collective": "the entry explains a hang in the job's first collective, and every timeout report is at SeqNum 0 or 1",
     "finding_first_stated": "the entry explains a hang in the job's first collective, and the job was said to have hung (--hung) before any rank printed a step, a timeout or a failure",
-    "stated_hang": "no line shows a failure or a timeout: the job was only said to have hung (--hung, or watch saw every rank go silent), so the answer rests on where the logs end",
+    "stated_hang": "no line shows a failure or a timeout: the job was only said to have hung (--hung, or watch --hung-after saw no line for that long), so the answer rests on where the logs end",
     "finding_p2p_wait": "the entry explains ranks waiting in send/recv on each other, and stack dumps show such a cycle",
     "finding_fr_hang": "the entry explains a straggler/lost peer, and the Flight Recorder shows ranks behind or stuck",
     # the claimed rank(s)
@@ -554,10 +554,9 @@ def _findings(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> dict[
     q = max([_gap_score(g, full) for g in list(quiet.values()) + list(late.values())] or [0.0])
     fr_hang = float(table.fr is not None and any(f.kind in FR_HANG for f in table.fr.findings))
     fr_mismatch = float(table.fr is not None and any(f.kind in FR_MISMATCH for f in table.fr.findings))
-    stated = float(table.hung and not any(rw.own_failure or rw.waits for rw in table.rows.values())
-                   and not table.unranked_failures and table.coll is None)
+    # (the engine marks a table hung only when no line shows a failure or a wait)
     return {"first": float(first_collective_hang(table)), "first_stated": float(first_collective_stated(table)),
-            "stated": stated, "desync": desync, "p2p_wait": float(bool(table.p2p_cycle)), "fr_mismatch": fr_mismatch, "absent": absent, "lost_peer": lost, "quiet": q if table.waiting_ranks else 0.0, "fr_hang": fr_hang}
+            "stated": float(table.hung), "desync": desync, "p2p_wait": float(bool(table.p2p_cycle)), "fr_mismatch": fr_mismatch, "absent": absent, "lost_peer": lost, "quiet": q if table.waiting_ranks else 0.0, "fr_hang": fr_hang}
 
 
 __all__ = ["FEATURES", "Context", "context", "featurize", "outlived_peers", "primary_failure", "quiet_gaps", "steps_behind", "ACTIVITY", "FATAL", "TRACE", "same_clock"]

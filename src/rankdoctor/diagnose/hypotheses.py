@@ -174,7 +174,7 @@ def framed_entries(kb: KnowledgeBase, ev: Event) -> list[Entry]:
 def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspects:
     """The ranks the table singles out for each finding (see ``features.py`` for how
     strongly)."""
-    from .features import MIN_GAP, outlived_peers, steps_behind, quiet_gaps  # one definition of "went quiet" / "still busy" / "finished" / "behind"
+    from .features import MIN_GAP, outlived_peers, quiet_gaps, steps_behind  # one definition of "went quiet" / "still busy" / "finished" / "behind"
 
     desync: set[int] = set()
     straggler: set[int] = set()

@@ -171,10 +171,11 @@ def _root_cause(a: "Answer", w: "Weighing", collateral: list[int]) -> str:
     first = primary_failure(table.row(ranks[0])) if ranks else None
     if table.hung:
         parts.append("No line shows a failure; the job was said to have hung (--hung), so the logs are read as ending where it stopped.")
-    if table.hung and h.kind != Kind.straggler:
-        if h.kind == Kind.first:
-            parts.append("No rank printed a step, a timeout or an error: it stopped before training made progress, in its first "
-                         "collective or while setting it up.")
+    if table.hung and h.kind == Kind.first:
+        parts.append("No rank printed a step, a timeout or an error: it stopped before training made progress, in its first "
+                     "collective or while setting it up.")
+    elif table.hung and h.kind != Kind.straggler:
+        pass  # the sentences below describe failure or wait lines, and a stated hang has none
     elif h.kind in (Kind.own, Kind.generic) and first is not None:
         own = next((e for e in w.att.events if e.entry == h.entry.id and e.rank == ranks[0] and e.role == "cause"), None)
         shown = own if own is not None and f.get("claim_entry_first") else first

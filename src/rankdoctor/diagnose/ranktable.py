@@ -108,11 +108,11 @@ class RankTable:
     # tracebacks cut off in a barrier or a collective that no rank could be given: somebody
     # waited for its peers, who is not known
     unranked_waits: list[Event] = field(default_factory=list)
-    # the user (diagnose --hung) or watch (every rank silent) says the job stopped making
+    # the user (diagnose --hung) or watch (no line for a while) says the job stopped making
     # progress and no line shows a failure: the logs end where it hung, and every rank was
-    # waiting (set by the engine, which decides whether the logs show a failure)
+    # waiting (``mark_hung``, called by the engine, which decides whether a failure shows)
     hung: bool = False
-    progressed: bool = False  # some line of work, of any rank or none, has a step/iteration counter
+    progressed: bool = False  # (when hung) some line of work, of any rank or none, has a step counter
 
     def row(self, rank: int) -> RankRow:
         return self.rows.get(rank) or RankRow(rank)
@@ -120,7 +120,7 @@ class RankTable:
     @property
     def waiting_ranks(self) -> set[int]:
         if self.hung:
-            return {r for r, row in self.rows.items() if row.waited or not row.own_failure}
+            return set(self.rows)  # no rank failed or reported anything: all of them waited
         return {r for r, row in self.rows.items() if row.waited}
 
     @property
@@ -169,6 +169,13 @@ def first_collective_hang(table: "RankTable") -> bool:
             for rw in table.rows.values() if rw.report is not None]
     known = [s for s in seqs if s is not None]
     return bool(known) and len(known) == len(seqs) and max(known) <= 1
+
+
+def mark_hung(table: "RankTable", events: list[Event]) -> None:
+    """The job was said to have hung and no line shows a failure: the table reads as a hang
+    (``hung``), and whether any line of work counted steps is looked up once, here."""
+    table.hung = True
+    table.progressed = any(ev.role == ACTIVITY and progress_of(ev.text) is not None for ev in events)
 
 
 def first_collective_stated(table: "RankTable") -> bool:
@@ -342,8 +349,7 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
     ras_dead, ras_behind = suspects_of(att.ras, waiting)
     return RankTable(rows, expected or set(rows), att.world_size, coll, fingerprints, unranked, fr, stack_odd, stack_odd_collective,
                      unranked_accuses, ras_dead, ras_behind, att.ras, stack_hang=stack_hang,
-                     p2p_waits=p2p_waits, p2p_cycle=p2p_cycle, unranked_waits=unranked_waits,
-                     progressed=any(ev.role == ACTIVITY and progress_of(ev.text) is not None for ev in events))
+                     p2p_waits=p2p_waits, p2p_cycle=p2p_cycle, unranked_waits=unranked_waits)
 
 
 def _coll_trace_conflict(events: list[Event]) -> dict[int, Event]:

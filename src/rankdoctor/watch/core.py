@@ -122,7 +122,7 @@ class Watcher:
     ``tick``: how often the files are checked without a notification (silence timing, file
     systems without notifications); ``rediagnose``: how often the diagnosis is re-run while
     lines arrive that matched nothing new (its last-activity reasoning); ``stdin``: the
-    file descriptor ``-`` reads (default 0); ``hung_after``: seconds of silence of every rank
+    file descriptor ``-`` reads (default 0); ``hung_after``: seconds without a line in any input
     after which the job is taken to have hung (the diagnosis is then ``diagnose --hung``'s;
     None: never, a silent job may also have finished). Raises ``InputError`` for a path that
     does not exist or cannot be read."""
