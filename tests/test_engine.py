@@ -255,6 +255,45 @@ def test_gloo_size_check_in_a_two_rank_job_names_the_other_side(kb):
     assert size and all(e.rank == 1 and e.captures.get("peer_rank") == "0" for e in size)
 
 
+def test_gloo_size_check_gets_the_next_rank_in_the_all_reduce_ring_as_its_sender(kb):
+    # gloo's ring all_reduce: rank r receives from rank r+1. Rank 1 of 3 reports 2732 bytes
+    # where it expected 452; rank 2's traceback stops in all_reduce, so rank 2 sent them
+    from rankdoctor.diagnose.attribution import attribute
+
+    case = SCENARIOS / "lab-matrix" / "rank-only-collective-large-w3-r2-notee" / "console.log"
+    att = attribute(kb, scan_text(kb, case.read_bytes()))
+    size = [e for e in att.events if e.signature == "gloo-size-mismatch" and e.rank == 1]
+    assert size and all(e.captures.get("sender_rank") == "2" and "peer_rank" not in e.captures for e in size)
+
+
+@pytest.mark.parametrize("rel, culprit", [
+    # rank 2 alone all-reduces a histogram (LARGER than the peers' gradient bucket): rank 1,
+    # which receives from it, reports; rank 2 waited at line 37, rank 0 at line 32
+    ("lab-matrix/rank-only-collective-large-w3-r2-notee/console.log", 2),
+    ("lab-matrix/rank-only-collective-large-w4-r3/console.log", 3),
+    # the mirror image: rank 2 alone all-reduces a scalar (SMALLER): it reports its peer's
+    # message itself, and the sender waited where every other rank did
+    ("lab-fresh1/rank-only-collective-w5-r2/console.log", 2),
+    ("lab-fresh2/compile-desync-w7-r4/console.log", 4),
+])
+def test_a_size_check_names_the_side_that_waited_somewhere_else(kb, rel, culprit):
+    d, top = _top_of(kb, rel)
+    assert (top.klass, top.initiating_rank) == ("collective-desync", culprit), [(x.entry_id, x.initiating_rank, x.confidence) for x in d.diagnoses]
+
+
+def test_a_rank_waiting_where_no_other_rank_waited_is_in_another_collective(kb):
+    from rankdoctor.diagnose.ranktable import _odd_site
+
+    table = _table(kb, (SCENARIOS / "lab-matrix/rank-only-collective-large-w4-r3/console.log").read_text())
+    assert table.wait_sites[1].endswith("rank_only_collective_large.py:32 in main")
+    assert table.wait_sites[3].endswith("rank_only_collective_large.py:37 in main")
+    assert table.odd_senders == {3}
+    assert _odd_site({0: "a.py:1", 1: "a.py:1", 2: "a.py:9"}, 2)
+    assert not _odd_site({0: "a.py:1", 1: "a.py:5", 2: "a.py:9"}, 2)  # the others do not agree
+    assert not _odd_site({0: "a.py:1", 2: "a.py:1"}, 2)
+    assert not _odd_site({2: "a.py:9"}, 2)  # nobody to compare with
+
+
 def _top_of(kb, rel: str):
     d = diagnose(kb, scan_text(kb, (SCENARIOS / rel).read_bytes()))
     return d, (d.diagnoses[0] if d.diagnoses else None)

@@ -189,13 +189,25 @@ def _loss(theta, groups, lam):
     return loss, grad
 
 
+# features whose weight may not be negative, fixed by what they mean (the fit is free otherwise,
+# and collinear features can take opposite signs): a signature's ``weight`` says how strongly one
+# hit supports its entry, so a stronger line must not score lower than a weaker one of another
+# entry on the same rank (fitted freely, entry_cause came out at -1.9 beside entry_strong's +4.5,
+# which preferred gloo's size check, weight 0.9, to the guard's verdict naming the same rank)
+NON_NEGATIVE = frozenset({"entry_cause"})
+NON_POSITIVE: frozenset[str] = frozenset()
+
+
 def fit_weights(cases: list[Case], lam: float) -> tuple[dict[str, float], float]:
     import numpy as np
     from scipy.optimize import minimize
 
     groups = _matrices(cases)
     theta0 = np.zeros(len(NAMES) + 1)
-    res = minimize(_loss, theta0, args=(groups, lam), jac=True, method="L-BFGS-B", options={"maxiter": 5000, "gtol": 1e-9})
+    bounds = [(0.0, None) if k in NON_NEGATIVE else (None, 0.0) if k in NON_POSITIVE else (None, None) for k in NAMES]
+    bounds.append((None, None))  # the null score
+    res = minimize(_loss, theta0, args=(groups, lam), jac=True, method="L-BFGS-B", bounds=bounds,
+                   options={"maxiter": 5000, "gtol": 1e-9})
     theta = res.x
     return {k: round(float(v), 4) for k, v in zip(NAMES, theta[:-1])}, round(float(theta[-1]), 4)
 

@@ -20,7 +20,7 @@ from ..ingest.prefix import parse_prefix
 from ..kb.loader import KnowledgeBase
 from .launcher import ExitRecord, LauncherSummary, read_launcher
 from .ras import RasEvidence, ras_evidence
-from .traceback import FRAME
+from .traceback import DIST_PATH, FRAME, distributed_call
 
 # internal event roles besides the knowledge base's cause / symptom / context
 TRACE = "trace"  # the last line of a Python traceback: "XError: message"
@@ -81,12 +81,15 @@ def _peer_side(kb: KnowledgeBase, events: list[Event], seen: set[int], world_siz
     it closed the connection) names no rank. The peer is known all the same where the
     traceback above it stops in a send/recv call with a literal peer ("dist.recv(input,0)"),
     and in a job of two ranks, where it is the other one: the line gets that rank as the
-    other side (``peer_rank``), as a message that names it would."""
+    other side (``peer_rank``), as a message that names it would. A report of data received
+    in gloo's ring all_reduce (``ring_sender``) gets the next rank as its ``sender_rank``
+    when that rank's traceback stops in all_reduce."""
     calls = {(f.source, f.line): (f.rank, int(f.captures["peer_rank"]))
              for f in scan.facts if f.fact == "py-p2p-call" and f.captures.get("peer_rank", "").isdigit()}
     # (ranks 0 and 2 seen are not a job of two: rank 1 exists too)
     world = set(range(world_size)) if world_size else set(range(max(seen) + 1)) if seen else set()
-    if len(world) != 2 and not calls:
+    in_all_reduce = _in_all_reduce(events) if len(world) > 2 else set()
+    if len(world) != 2 and not calls and not in_all_reduce:
         return events
     out = []
     for ev in events:
@@ -102,8 +105,25 @@ def _peer_side(kb: KnowledgeBase, events: list[Event], seen: set[int], world_siz
                     ev = ev.copy()
                     ev.captures["peer_rank"] = str(min(world - {ev.rank}))
                     ev.captures["peer_from"] = "two-rank job"
+                elif sig.ring_sender and ev.rank in world and (nxt := (ev.rank + 1) % len(world)) in in_all_reduce:
+                    # gloo's ring all_reduce: rank r receives its segments from rank r+1 and sends
+                    # to r-1, so what this rank received came from the next one, which its own
+                    # traceback shows inside all_reduce. The sender is not accused (either side
+                    # may have strayed): the rank table compares where each side waited
+                    ev = ev.copy()
+                    ev.captures["sender_rank"] = str(nxt)
         out.append(ev)
     return out
+
+
+def _in_all_reduce(events: list[Event]) -> set[int]:
+    """Ranks whose last Python traceback stopped inside torch.distributed's all_reduce."""
+    last: dict[int, Event] = {}
+    for ev in events:
+        if ev.role == TRACE and ev.rank is not None and ev.context:
+            if ev.rank not in last or (ev.source, ev.line) > (last[ev.rank].source, last[ev.rank].line):
+                last[ev.rank] = ev
+    return {r for r, ev in last.items() if distributed_call(ev.context, r) == "all_reduce"}
 
 
 def _listed_sides(events: list[Event], world_size: int | None) -> list[Event]:
@@ -221,7 +241,7 @@ def _cut_tracebacks(scan: ScanResult) -> list[Event]:
             continue
         captures = {"value": "(a traceback cut off before its exception line)", "cut": "1"}
         m = FRAME.search(f.text)
-        if (source, f.line + 1) in calls or (m and m["func"] in _WAIT_CALLS and _DIST_PATH.search(m["path"])):
+        if (source, f.line + 1) in calls or (m and m["func"] in _WAIT_CALLS and DIST_PATH.search(m["path"])):
             captures["waiting"] = "1"  # it stopped in a barrier or a collective: waiting for peers
         out.append(Event("", "python-exception", TRACE, f.source, f.line, f.text, f.rank, f.local_rank, f.host,
                          None, None, f.time, f.ts, captures, frames[(source, rank, local_rank, host)][-_FRAMES_KEPT:]))
@@ -234,7 +254,6 @@ _WAIT_CALLS = frozenset({
     "all_gather_into_tensor", "broadcast", "broadcast_object_list", "reduce_scatter", "reduce_scatter_tensor",
     "all_to_all", "all_to_all_single", "gather_object", "scatter_object_list", "_store_based_barrier",
 })
-_DIST_PATH = re.compile(r"[/\\](?:torch[/\\]distributed|accelerate|deepspeed[/\\]comm)[/\\]")
 
 
 def _inside_launcher_records(events: list[Event], summary: LauncherSummary) -> list[Event]:

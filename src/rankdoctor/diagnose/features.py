@@ -34,6 +34,7 @@ FEATURES: dict[str, str] = {
     "entry_context": "how many of the entry's context signatures fired (capped at 3, /3)",
     "entry_symptom_only": "the entry fired only symptom lines (timeouts, lost peers)",
     "entry_none": "none of the entry's lines fired (it is proposed as a finding's generic explanation)",
+    "entry_displaced": "none of the entry's lines fired (it is a finding's fallback), while another entry that explains the same finding has lines of its own here",
     "entry_launcher_only": "the entry's cause lines are all the launcher's lines about an exit",
     "entry_repeats": "the entry's cause comes from a line that kept repeating",
     # how it was proposed
@@ -84,6 +85,8 @@ FEATURES: dict[str, str] = {
     "claim_named": "mismatch messages name the claimed rank as the other side",
     "claim_smaller_side": "the ranks that report a mismatch and those that do not are split unevenly, and the claim is the smaller side",
     "claim_reporter_only": "the claimed rank's own failure is only its report of a collective mismatch (either side of a mismatch can be the one to report it)",
+    "claim_odd_sender": "the entry explains ranks in different collectives, and the claimed rank sent the message a peer's size check rejected (gloo's ring all_reduce) while waiting at a line of user code where no other rank waited (the others all at one line): it is the side that strayed",
+    "claim_reported_odd_sender": "the claimed rank's line reports what a peer sent (gloo's size check), and that peer waited at a line of user code where no other rank waited: the peer strayed, the claimed rank only received its message",
     "claim_main_busy": "the claimed rank is rank 0, which reports no wait, while lines of long work (progress, checkpoint writes) carry no rank: frameworks print those from the main process",
     "claim_stack_odd": "stack dumps show the claimed ranks' main threads somewhere else than most ranks' (by overlap)",
     "claim_p2p_wait": "stack dumps (with call arguments) show the claimed ranks blocked in send/recv on each other, a cycle nobody on it can leave (by overlap)",
@@ -113,6 +116,9 @@ FEATURES: dict[str, str] = {
     "norank_first_known": "the entry's cause fired on two or more ranks and the timestamps show one of them first",
     "norank_numeric_first": "a rank printed NaN/inf/overflow before any other rank (so a rank could be named)",
 }
+
+# the finding a hypothesis was proposed for (hypotheses.FINDING_KIND the other way round)
+_KIND_FINDING = {Kind.desync: "desync", Kind.straggler: "straggler", Kind.dead_peer: "dead-peer", Kind.first: "first-collective"}
 
 _GAP_FULL = 600.0  # seconds: NCCL's default collective timeout; a gap this long counts fully
 MIN_GAP = 2.0  # seconds: below this, ranks stopped together
@@ -182,6 +188,7 @@ class Context:
     gone: dict[int, int]  # rank -> lines of peers that report it gone (connection closed/reset), not late
     main_busy: set[int]  # {0} when unranked lines of long work appear while other ranks wait
     desync_entries: frozenset[str]  # entries of the collective-desync class
+    explainers: dict[str, frozenset[str]]  # entry id -> the findings it explains (of the entries whose lines fired)
 
 
 def context(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Context:
@@ -203,6 +210,7 @@ def context(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Context
         accusations, named_by_peers(events), fingerprint_minority(table), _findings(kb, table, events),
         timeout_seconds(table), outlived_peers(table), _gone(kb, events), main_process_busy(kb, table, events),
         frozenset(e.id for e in kb if e.class_ == "collective-desync"),
+        {eid: frozenset(x.value for x in kb.get(eid).explains) for eid in by_entry},
     )
 
 
@@ -231,6 +239,10 @@ def featurize(h: Hypothesis, cx: Context) -> dict[str, float]:
     f["entry_context"] = min(len(lines.context_signatures), 3) / 3
     f["entry_symptom_only"] = float(bool(evs) and not causes and lines.any_symptom)
     f["entry_none"] = float(not evs)
+    if not evs and h.kind in _KIND_FINDING:
+        finding = _KIND_FINDING[h.kind]
+        f["entry_displaced"] = float(any(
+            eid != entry.id and finding in cx.explainers.get(eid, ()) for eid in cx.by_entry))
     f["entry_launcher_only"] = float(bool(causes) and lines.launcher_only)
     f["entry_repeats"] = float(lines.repeats)
 
@@ -339,7 +351,13 @@ def _claim(h: Hypothesis, cx: Context, lines: EntryLines) -> dict[str, float]:
         h.entry.id in desync_entries  # (then every cause line is a desync entry's)
         and all(r in cx.failed and same_block(cx.failed[r], causes) for r in ranks)
         and not f.get("claim_minority") and not f.get("claim_named")
+        # a line that names the rank in its own words ("rank 1 issued ...") is a verdict about
+        # that rank, not the printing rank's report of what reached it
+        and not any(e.rank in ranks and e.cap_int("rank") == e.rank for e in causes)
     )
+    f["claim_odd_sender"] = float("desync" in explains and len(ranks) == 1 and ranks <= table.odd_senders)
+    f["claim_reported_odd_sender"] = float(any(
+        e.rank in ranks and (s := e.cap_int("sender_rank")) in table.odd_senders and s not in ranks for e in causes))
     f["claim_fr_mismatch"] = float(all(rw.fr_kinds & FR_MISMATCH for rw in rows))
     f["claim_fr_behind"] = _cover(ranks, {r for r, rw in table.rows.items() if rw.fr_kinds & FR_HANG})
     outlived, left = cx.outlived

@@ -204,6 +204,7 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
             dead.add(rw.rank)
     for r in named_by_peers(events):
         desync.add(r)
+    desync |= table.odd_senders  # the side of a rejected message that waited somewhere else
     desync |= outlived_peers(table)[0]
     accused: set[int] = set(table.unranked_accuses)
     for rw in table.rows.values():

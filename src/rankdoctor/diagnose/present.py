@@ -204,6 +204,10 @@ def _root_cause(a: "Answer", w: "Weighing", collateral: list[int]) -> str:
             parts.append("The ranks issued different collectives.")
         if ranks:
             parts.append(f"{Who} took the other path.")
+            if f.get("claim_odd_sender"):
+                reporters = sorted({e.rank for e in w.att.events if e.cap_int("sender_rank") == ranks[0] and e.rank is not None})
+                parts.append(f"{ranks_phrase(reporters).capitalize()} rejected the message it sent (gloo's size check), and it "
+                             f"waited at {table.wait_sites[ranks[0]]}, where no other rank waited.")
     elif h.kind == Kind.straggler:
         parts.append(_straggler_sentence(ranks, w))
     elif h.kind == Kind.dead_peer:
@@ -414,6 +418,9 @@ def _notes(a: "Answer", w: "Weighing") -> list[str]:
         out.append(f"{who}'s collective differs from the majority's")
     if f.get("claim_absent"):
         out.append(f"every other rank reports the timed-out collective; {who} never does")
+    if f.get("claim_odd_sender"):
+        out.append(f"{who} sent the message a peer's gloo size check rejected, while waiting at "
+                   f"{table.wait_sites.get(ranks[0], '?')}, where no other rank waited")
     if cx is not None and cx.quiet.get(ranks[0], 0) > MIN_GAP:
         out.append(f"{who} went silent {cx.quiet[ranks[0]]:.0f} s before the others")
     if cx is not None and cx.late.get(ranks[0], 0) > MIN_GAP:

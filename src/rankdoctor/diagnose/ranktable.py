@@ -22,6 +22,7 @@ from .attribution import ACTIVITY, FATAL, TAIL, TRACE, WARNED, Attributed
 from .collectives import CollectiveFinding, Report, analyse, collect_reports, minority
 from .launcher import ExitRecord
 from .ras import RasEvidence, suspects_of
+from .traceback import user_call_site
 
 if TYPE_CHECKING:
     from ..flightrec.analyze import FRReport
@@ -113,6 +114,13 @@ class RankTable:
     # waiting (``mark_hung``, called by the engine, which decides whether a failure shows)
     hung: bool = False
     progressed: bool = False  # (when hung) some line of work, of any rank or none, has a step counter
+    # where each rank was waiting when it gave up: the line of user code its last traceback
+    # that reports a timeout or a lost peer stopped at (a rank in another collective than its
+    # peers waited somewhere else)
+    wait_sites: dict[int, str] = field(default_factory=dict)
+    # ranks that sent a message a peer's size check rejected (gloo's ring all_reduce), while
+    # waiting at a line of user code where no other rank waited: the side that strayed
+    odd_senders: set[int] = field(default_factory=set)
 
     def row(self, rank: int) -> RankRow:
         return self.rows.get(rank) or RankRow(rank)
@@ -349,7 +357,28 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
     ras_dead, ras_behind = suspects_of(att.ras, waiting)
     return RankTable(rows, expected or set(rows), att.world_size, coll, fingerprints, unranked, fr, stack_odd, stack_odd_collective,
                      unranked_accuses, ras_dead, ras_behind, att.ras, stack_hang=stack_hang,
-                     p2p_waits=p2p_waits, p2p_cycle=p2p_cycle, unranked_waits=unranked_waits)
+                     p2p_waits=p2p_waits, p2p_cycle=p2p_cycle, unranked_waits=unranked_waits,
+                     wait_sites=(sites := _wait_sites(events, symptom_lines)),
+                     odd_senders={s for e in events if (s := e.cap_int("sender_rank")) is not None and _odd_site(sites, s)})
+
+
+def _wait_sites(events: list[Event], symptom_lines: set[tuple[str, int]]) -> dict[int, str]:
+    """Each rank's line of user code where its last traceback that reports a wait (a
+    timeout, a lost peer, a traceback cut off in a collective) stopped."""
+    out: dict[int, str] = {}
+    for ev in sorted(events, key=time_key):
+        if ev.role == TRACE and ev.rank is not None and ev.context and (ev.where in symptom_lines or is_cut_wait(ev)):
+            if (site := user_call_site(ev.context, ev.rank)) is not None:
+                out[ev.rank] = site
+    return out
+
+
+def _odd_site(sites: dict[int, str], rank: int) -> bool:
+    """The rank waited at a line of user code where no other rank waited, while every other
+    rank whose wait shows a line waited at one same line: it was in another collective."""
+    site = sites.get(rank)
+    others = {s for r, s in sites.items() if r != rank}
+    return site is not None and len(others) == 1 and site not in others
 
 
 def _coll_trace_conflict(events: list[Event]) -> dict[int, Event]:

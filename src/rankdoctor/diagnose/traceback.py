@@ -11,8 +11,12 @@ FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<func>[\w
 LIBRARY_PATH = re.compile(r"(?:site-packages|dist-packages|/lib/python\d|<frozen |/torch/|\\torch\\|/_pytest/)")
 
 
-def user_call_site(context: list[str], rank: int | None = None) -> str | None:
-    """The innermost frame of the traceback that is not library code, as ``path:line in func``.
+# torch.distributed and the communication layers of Accelerate and DeepSpeed
+DIST_PATH = re.compile(r"[/\\](?:torch[/\\]distributed|accelerate|deepspeed[/\\]comm)[/\\]")
+
+
+def frames_of(context: list[str], rank: int | None = None) -> list[tuple[str, str, str]]:
+    """The (path, line, func) frames of the last traceback in ``context``, outermost first.
 
     Lines of other ranks interleaved into the same file are skipped when they carry a
     different ``[rankN]:`` prefix."""
@@ -27,7 +31,21 @@ def user_call_site(context: list[str], rank: int | None = None) -> str | None:
             frames.append((m["path"], m["line"], m["func"]))
         elif "Traceback (most recent call last)" in line:
             frames = []  # a new traceback starts: only the last one matters
-    for path, line, func in reversed(frames):
+    return frames
+
+
+def user_call_site(context: list[str], rank: int | None = None) -> str | None:
+    """The innermost frame of the traceback that is not library code, as ``path:line in func``."""
+    for path, line, func in reversed(frames_of(context, rank)):
         if not LIBRARY_PATH.search(path):
             return f"{path}:{line} in {func}"
+    return None
+
+
+def distributed_call(context: list[str], rank: int | None = None) -> str | None:
+    """The function of torch.distributed (or Accelerate's / DeepSpeed's communication layer)
+    the traceback stopped in, innermost: ``all_reduce``, ``barrier``, ``recv`` ..."""
+    for path, _line, func in reversed(frames_of(context, rank)):
+        if DIST_PATH.search(path):
+            return func
     return None

@@ -99,6 +99,14 @@ class Signature(_Strict):
             "which the line then names as the other side"
         ),
     )
+    ring_sender: bool = Field(
+        default=False,
+        description=(
+            "(with reports_peer) the line reports data a peer sent in a ring all_reduce, where each rank "
+            "receives from the next one (gloo's ring: rank r receives from rank r+1 and sends to r-1): the "
+            "next rank is the sender when its own traceback stops in all_reduce"
+        ),
+    )
     description: str = ""
 
     @field_validator("regex")
@@ -116,6 +124,12 @@ class Signature(_Strict):
         if compiled.search(""):
             raise ValueError("regex matches the empty string")
         return v
+
+    @model_validator(mode="after")
+    def _ring_needs_peer(self) -> "Signature":
+        if self.ring_sender and not self.reports_peer:
+            raise ValueError("ring_sender describes the peer a line reports on: it needs reports_peer: true")
+        return self
 
 
 class Step(_Strict):
