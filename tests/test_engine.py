@@ -294,6 +294,21 @@ def test_a_rank_waiting_where_no_other_rank_waited_is_in_another_collective(kb):
     assert not _odd_site({2: "a.py:9"}, 2)  # nobody to compare with
 
 
+def test_a_job_killed_from_outside_while_stuck_names_the_rank_behind_in_steps(kb):
+    # nothing timed out (gloo's timeout was 600 s): the driver sent SIGTERM after 15 s. Rank 1
+    # stopped at step 9, ranks 0 and 2 logged steps 10-13 and waited; torchrun's "Received 15
+    # death signal" says the job was stopped from outside, so the logs end where it hung
+    from rankdoctor.diagnose.hypotheses import stopped_from_outside
+
+    text = (SCENARIOS / "lab-matrix/silent-hang-killed-w3-r1/console.log").read_bytes()
+    table = _table(kb, text.decode())
+    from rankdoctor.diagnose.attribution import attribute
+
+    assert stopped_from_outside(kb, table, attribute(kb, scan_text(kb, text)).events)
+    top = diagnose(kb, scan_text(kb, text)).diagnoses[0]
+    assert (top.klass, top.initiating_rank) == ("straggler-timeout", 1)
+
+
 def _top_of(kb, rel: str):
     d = diagnose(kb, scan_text(kb, (SCENARIOS / rel).read_bytes()))
     return d, (d.diagnoses[0] if d.diagnoses else None)

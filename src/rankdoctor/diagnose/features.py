@@ -85,6 +85,7 @@ FEATURES: dict[str, str] = {
     "claim_named": "mismatch messages name the claimed rank as the other side",
     "claim_smaller_side": "the ranks that report a mismatch and those that do not are split unevenly, and the claim is the smaller side",
     "claim_reporter_only": "the claimed rank's own failure is only its report of a collective mismatch (either side of a mismatch can be the one to report it)",
+    "claim_verdict": "a line of the entry that compared every rank's collective history (signature names_culprit: rankdoctor guard) names the claimed rank as where they diverged",
     "claim_odd_sender": "the entry explains ranks in different collectives, and the claimed rank sent the message a peer's size check rejected (gloo's ring all_reduce) while waiting at a line of user code where no other rank waited (the others all at one line): it is the side that strayed",
     "claim_reported_odd_sender": "the claimed rank's line reports what a peer sent (gloo's size check), and that peer waited at a line of user code where no other rank waited: the peer strayed, the claimed rank only received its message",
     "claim_main_busy": "the claimed rank is rank 0, which reports no wait, while lines of long work (progress, checkpoint writes) carry no rank: frameworks print those from the main process",
@@ -355,6 +356,8 @@ def _claim(h: Hypothesis, cx: Context, lines: EntryLines) -> dict[str, float]:
         # that rank, not the printing rank's report of what reached it
         and not any(e.rank in ranks and e.cap_int("rank") == e.rank for e in causes)
     )
+    f["claim_verdict"] = float(any(
+        e.rank in ranks and e.cap_int("rank") == e.rank and _names_culprit(cx.kb, e) for e in causes))
     f["claim_odd_sender"] = float("desync" in explains and len(ranks) == 1 and ranks <= table.odd_senders)
     f["claim_reported_odd_sender"] = float(any(
         e.rank in ranks and (s := e.cap_int("sender_rank")) in table.odd_senders and s not in ranks for e in causes))
@@ -377,6 +380,11 @@ def _claim(h: Hypothesis, cx: Context, lines: EntryLines) -> dict[str, float]:
         f["others_failed"] = len(others & (failing - spread)) / len(others)
         f["claim_explains_all"] = f["claim_sole_failure"] * f["others_waiting"]
     return f
+
+
+def _names_culprit(kb: KnowledgeBase, ev: Event) -> bool:
+    sig = kb.signature(ev.entry, ev.signature)
+    return sig is not None and sig.names_culprit
 
 
 def _entry_first(first: Event | None, places: set[tuple[int | None, str, int]]) -> bool:

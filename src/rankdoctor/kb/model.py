@@ -107,6 +107,14 @@ class Signature(_Strict):
             "next rank is the sender when its own traceback stops in all_reduce"
         ),
     )
+    names_culprit: bool = Field(
+        default=False,
+        description=(
+            "the line is a verdict that compared every rank's collective history and names, in its rank "
+            "capture, the rank(s) where the ranks first diverged (rankdoctor guard's desync line): not the "
+            "printing rank's own failure nor a witness's report"
+        ),
+    )
     description: str = ""
 
     @field_validator("regex")
