@@ -298,13 +298,8 @@ def test_a_job_killed_from_outside_while_stuck_names_the_rank_behind_in_steps(kb
     # nothing timed out (gloo's timeout was 600 s): the driver sent SIGTERM after 15 s. Rank 1
     # stopped at step 9, ranks 0 and 2 logged steps 10-13 and waited; torchrun's "Received 15
     # death signal" says the job was stopped from outside, so the logs end where it hung
-    from rankdoctor.diagnose.hypotheses import stopped_from_outside
-
     text = (SCENARIOS / "lab-matrix/silent-hang-killed-w3-r1/console.log").read_bytes()
-    table = _table(kb, text.decode())
-    from rankdoctor.diagnose.attribution import attribute
-
-    assert stopped_from_outside(kb, table, attribute(kb, scan_text(kb, text)).events)
+    assert _table(kb, text.decode()).stopped_from_outside
     top = diagnose(kb, scan_text(kb, text)).diagnoses[0]
     assert (top.klass, top.initiating_rank) == ("straggler-timeout", 1)
 

@@ -195,7 +195,6 @@ def _loss(theta, groups, lam):
 # entry on the same rank (fitted freely, entry_cause came out at -1.9 beside entry_strong's +4.5,
 # which preferred gloo's size check, weight 0.9, to the guard's verdict naming the same rank)
 NON_NEGATIVE = frozenset({"entry_cause"})
-NON_POSITIVE: frozenset[str] = frozenset()
 
 
 def fit_weights(cases: list[Case], lam: float) -> tuple[dict[str, float], float]:
@@ -204,8 +203,7 @@ def fit_weights(cases: list[Case], lam: float) -> tuple[dict[str, float], float]
 
     groups = _matrices(cases)
     theta0 = np.zeros(len(NAMES) + 1)
-    bounds = [(0.0, None) if k in NON_NEGATIVE else (None, 0.0) if k in NON_POSITIVE else (None, None) for k in NAMES]
-    bounds.append((None, None))  # the null score
+    bounds = [(0.0, None) if k in NON_NEGATIVE else (None, None) for k in NAMES] + [(None, None)]  # (+ the null score)
     res = minimize(_loss, theta0, args=(groups, lam), jac=True, method="L-BFGS-B", bounds=bounds,
                    options={"maxiter": 5000, "gtol": 1e-9})
     theta = res.x

@@ -234,7 +234,7 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
     straggler |= {r for r, g in late.items() if g >= MIN_GAP}
     group("straggler", {r for r, g in quiet.items() if g >= MIN_GAP})
     group("straggler", table.ras_dead | table.ras_behind)
-    if table.hung or stopped_from_outside(kb, table, events):
+    if table.hung or table.stopped_from_outside:
         # said to have hung, or stopped from outside (a scheduler, a person) with no rank
         # failing or reporting a wait, with nothing else to go on: the rank whose step counter
         # stopped behind every other rank's is where it stopped (the others went on to wait for it)
@@ -251,21 +251,6 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
             straggler |= never
             dead |= never
     return Suspects(desync, straggler, dead, set(table.p2p_cycle), groups)
-
-
-def stopped_from_outside(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> bool:
-    """The launcher says the job was stopped from outside (a symptom line, with no rank, of an
-    entry that explains a straggler and not a lost peer: "Received 15 death signal, shutting
-    down workers"), and no rank failed by itself or reported a wait: the job was stuck when
-    it was killed, and the logs end where it hung."""
-    if table.failed_ranks or table.waiting_ranks:
-        return False
-    for e in events:
-        if e.role == "symptom" and e.rank is None and e.entry:
-            explains = {x.value for x in kb.get(e.entry).explains}
-            if "straggler" in explains and "dead-peer" not in explains:
-                return True
-    return False
 
 
 def main_process_busy(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> set[int]:
@@ -332,7 +317,7 @@ def _finding_present(finding: str, table: RankTable, events: list[Event], kb: Kn
         # (a wait no rank could be given: who was late is not known, but somebody was waited for)
         # (or the job is said to have hung and not in its first collective: somebody stopped)
         return bool(fr_kinds & FR_HANG) or bool(coll and coll.kind in ("absent", "uniform")) or bool(table.unranked_waits) \
-            or (table.hung and not first_collective_stated(table)) or stopped_from_outside(kb, table, events)
+            or (table.hung and not first_collective_stated(table)) or table.stopped_from_outside
     return any(rw.accuses for rw in table.rows.values())
 
 

@@ -121,6 +121,10 @@ class RankTable:
     # ranks that sent a message a peer's size check rejected (gloo's ring all_reduce), while
     # waiting at a line of user code where no other rank waited: the side that strayed
     odd_senders: set[int] = field(default_factory=set)
+    # the launcher says the job was stopped from outside: a symptom line, with no rank, of an
+    # entry that explains a straggler and not a lost peer ("Received 15 death signal, shutting
+    # down workers")
+    stop_signal: bool = False
 
     def row(self, rank: int) -> RankRow:
         return self.rows.get(rank) or RankRow(rank)
@@ -134,6 +138,12 @@ class RankTable:
     @property
     def failed_ranks(self) -> set[int]:
         return {r for r, row in self.rows.items() if row.own_failure}
+
+    @property
+    def stopped_from_outside(self) -> bool:
+        """The job was stopped from outside (``stop_signal``) while no rank had failed by itself
+        or reported a wait: it was stuck when it was killed, and the logs end where it hung."""
+        return self.stop_signal and not self.failed_ranks and not self.waiting_ranks
 
 
 def fingerprint_key(e: Event) -> tuple:
@@ -359,7 +369,16 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
                      unranked_accuses, ras_dead, ras_behind, att.ras, stack_hang=stack_hang,
                      p2p_waits=p2p_waits, p2p_cycle=p2p_cycle, unranked_waits=unranked_waits,
                      wait_sites=(sites := _wait_sites(events, symptom_lines)),
-                     odd_senders={s for e in events if (s := e.cap_int("sender_rank")) is not None and _odd_site(sites, s)})
+                     odd_senders={s for e in events if (s := e.cap_int("sender_rank")) is not None and _odd_site(sites, s)},
+                     stop_signal=any(e.role == "symptom" and e.rank is None and e.entry and _explains_a_stop(kb, e.entry)
+                                     for e in events))
+
+
+def _explains_a_stop(kb: KnowledgeBase, entry_id: str) -> bool:
+    """The entry explains a late rank and not a lost one (its rankless symptom lines are the
+    launcher's word that the job was stopped while stuck)."""
+    explains = {x.value for x in kb.get(entry_id).explains}
+    return "straggler" in explains and "dead-peer" not in explains
 
 
 def _wait_sites(events: list[Event], symptom_lines: set[tuple[str, int]]) -> dict[int, str]:
