@@ -354,10 +354,9 @@ def _claim(h: Hypothesis, cx: Context, lines: EntryLines) -> dict[str, float]:
         and not f.get("claim_minority") and not f.get("claim_named")
         # a line that names the rank in its own words ("rank 1 issued ...") is a verdict about
         # that rank, not the printing rank's report of what reached it
-        and not any(e.rank in ranks and e.cap_int("rank") == e.rank for e in causes)
+        and not any(_names_own_rank(e, ranks) for e in causes)
     )
-    f["claim_verdict"] = float(any(
-        e.rank in ranks and e.cap_int("rank") == e.rank and _names_culprit(cx.kb, e) for e in causes))
+    f["claim_verdict"] = float(any(_names_own_rank(e, ranks) and _names_culprit(cx.kb, e) for e in causes))
     f["claim_odd_sender"] = float("desync" in explains and len(ranks) == 1 and ranks <= table.odd_senders)
     f["claim_reported_odd_sender"] = float(any(
         e.rank in ranks and (s := e.cap_int("sender_rank")) in table.odd_senders and s not in ranks for e in causes))
@@ -380,6 +379,12 @@ def _claim(h: Hypothesis, cx: Context, lines: EntryLines) -> dict[str, float]:
         f["others_failed"] = len(others & (failing - spread)) / len(others)
         f["claim_explains_all"] = f["claim_sole_failure"] * f["others_waiting"]
     return f
+
+
+def _names_own_rank(ev: Event, ranks: frozenset[int] | set[int]) -> bool:
+    """A line of one of the claimed ranks that names that same rank in its own words (its
+    ``rank`` capture): what it says is about the rank, not a report of what reached it."""
+    return ev.rank in ranks and ev.cap_int("rank") == ev.rank
 
 
 def _names_culprit(kb: KnowledgeBase, ev: Event) -> bool:
