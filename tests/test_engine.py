@@ -594,13 +594,14 @@ def test_mp_spawn_header_gives_the_following_traceback_its_process(kb):
 
 
 def test_a_nccl_warn_line_no_entry_knows_is_a_failure_of_the_rank_that_printed_it(kb):
-    # real lines (NVIDIA/nccl#706): NET/Socket's progress error is no entry's own line
-    text = "worker-23:83:2526 [3] transport/net_socket.cc:219 NCCL WARN NET/Socket : socket progress error\n"
+    # a real line (the unclassified-warning entry's own example): NCCL's 2.x proxy thread error
+    # is no entry's own line
+    text = "worker0-0d9gnb:15:91 [3] transport.cu:153 NCCL WARN transport.cu:153 ->2 [Proxy thread error]\n"
     d = _diag(kb, text)
     assert d.verdict != "no-failure-found"
     top = d.diagnoses[0]
     assert (top.entry, top.klass) == ("nccl-unclassified-warning", "nccl-network")
-    assert top.evidence and "socket progress error" in top.evidence[0].text and top.evidence[0].role == "cause"
+    assert top.evidence and "Proxy thread error" in top.evidence[0].text and top.evidence[0].role == "cause"
 
 
 def test_harmless_nccl_warn_lines_and_those_an_entry_knows_are_not_unknown_failures(kb):
