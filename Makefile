@@ -8,7 +8,7 @@ LAB_STAMP := $(VENV)/.torch-2.13.0
 SCENARIOS ?= tests/scenarios
 JOBS ?= 2
 
-.PHONY: setup chromium prometheus demo test eval fit lock lab lab-matrix bench-fr check-kb clean
+.PHONY: setup chromium prometheus demo test eval fit lock coverage lab lab-matrix bench-fr check-kb clean
 
 # the test extra holds what the suite runs for real: pytest, playwright, Ray, fsspec/s3fs, moto...
 $(STAMP): pyproject.toml
@@ -73,6 +73,10 @@ fit: setup
 ## lock: rewrite the regression lock (tests/scenarios/expected.tsv) from the current results
 lock: setup
 	$(PY) -m rankdoctor.evaluate --lock tests/scenarios/expected.tsv tests/scenarios
+
+## coverage: how many upstream failure messages (eval/upstream/*.tsv) the encyclopedia knows
+coverage: setup
+	$(PY) eval/upstream_coverage.py $(if $(V),-v)
 
 ## check-kb: validate every entry and run its examples
 check-kb: setup

@@ -192,3 +192,29 @@ def test_search_by_a_partial_line_uses_rare_words(kb):
     assert hits[0][1].id == "nccl-shm-segment-no-space"
     full = search(kb, "7635c25c81cd:41585:41836 [0] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device")
     assert full[0][1].id == "nccl-shm-segment-no-space" and "signature" in full[0][2]
+
+
+def _upstream_coverage():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("upstream_coverage", ROOT / "eval" / "upstream_coverage.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_upstream_messages_the_encyclopedia_knew_it_still_knows(kb, scanner):
+    """Every upstream failure message (eval/upstream/*.tsv, format strings from NCCL, gloo,
+    PyTorch and the frameworks' source) that an entry recognized when the lock was written
+    still fires that entry: a narrowed regex cannot silently drop a message a user's log shows."""
+    cov = _upstream_coverage()
+    by_key = {f"{table}:{n}": row for table, n, row in cov.rows()}
+    lock = [ln.split("\t") for ln in (ROOT / "eval" / "upstream" / "recognized.txt").read_text().splitlines()
+            if ln and not ln.startswith("#")]
+    assert len(lock) >= 250
+    lost = []
+    for key, entry, _ in lock:
+        line = cov.as_logged(by_key[key])
+        if entry not in cov.entries_firing(kb, scanner, line):
+            lost.append((key, entry, line[:100]))
+    assert not lost, lost
