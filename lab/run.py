@@ -585,7 +585,33 @@ MATRIX_FRESH3: dict = {
     "ddp-unused-params": (_mx_single("ddp-unused-params"), [(3, (), 0, True)]),
     "healthy": (_mx_healthy, [(6, (), 0, True), (3, (), 0, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3}
+# A fifth draw (--fresh 4), written down on Dec 3 (sixth session) before it was run: world sizes
+# 3-8 with culprits at rank 0 and at the last rank, more runs without --tee (logs only in
+# torchrun's per-rank files), the killed hang at an early step so it shows before torchrun is
+# stopped, and the rank-only collectives at new sizes. Held out like MATRIX_FRESH.
+MATRIX_FRESH4: dict = {
+    "exception": (_mx_exception, [(8, (7,), 3, False), (3, (0,), 6, True)]),
+    "two-exception": (_mx_exception, [(6, (0, 5), 5, False)]),
+    "sigkill": (_mx_sigkill, [(8, (0,), 5, False), (5, (2,), 7, True)]),
+    "two-sigkill": (_mx_sigkill, [(4, (1, 3), 4, False)]),
+    "straggler": (_mx_straggler, [(3, (1,), 0, False), (8, (4,), 0, True)]),
+    "silent-hang": (_mx_silent_hang, [(8, (7,), 9, False), (4, (0,), 11, True)]),
+    "two-silent-hang": (_mx_silent_hang, [(7, (0, 6), 10, False)]),
+    "silent-hang-killed": (lambda w, cs, s: _mx_silent_hang(w, cs, s, killed=True), [(6, (5,), 8, False)]),
+    "hang-killed": (_mx_hang_killed, [(5, (4,), 3, False)]),
+    "compile-desync": (_mx_compile_desync, [(8, (7,), 4, False), (3, (2,), 5, True)]),
+    "shape-recompile": (_mx_shape_recompile, [(4, (0,), 3, False)]),
+    "extra-collective-same-shape": (_mx_extra_same_shape, [(3, (1,), 3, False), (8, (2,), 4, True)]),
+    "rank-only-collective": (_mx_rank_only, [(3, (2,), 0, False), (8, (6,), 0, True)]),
+    "rank-only-collective-large": (_mx_rank_only_large, [(5, (2,), 0, False), (8, (7,), 0, True)]),
+    "dtype-mismatch": (_mx_dtype, [(4, (1,), 0, True)]),
+    "nan-loss": (_mx_nan_loss, [(4, (), 0, False)]),
+    "nan-first-rank": (_mx_nan_first, [(8, (0,), 5, False), (4, (3,), 6, True)]),
+    "ddp-model-mismatch": (_mx_model_mismatch, [(8, (7,), 0, False)]),
+    "dataloader-worker-killed": (_mx_dl_worker, [(8, (0,), 0, False)]),
+    "healthy": (_mx_healthy, [(8, (), 0, False), (5, (), 0, True)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
