@@ -541,6 +541,47 @@ def test_a_rank_left_waiting_by_peers_that_all_finished_issued_an_extra_collecti
     assert outlived_peers(t) == ({3}, {0, 1, 2, 4})
 
 
+def test_a_rank_that_timed_out_after_every_peer_finished_issued_an_extra_collective(kb):
+    # lab-fresh4: rank 2 of 8 issued one extra all_reduce; the seven peers finished and exited
+    # before gloo closed anything under it, so rank 2 timed out waiting ("Timed out waiting
+    # 10000ms for recv") instead of losing a peer. Nobody was late or crashed: it was in a
+    # collective they never issued (read as rank 0's straggling before, confidently)
+    from rankdoctor.diagnose.features import outlived_peers
+    from rankdoctor.evaluate import weigh_case
+    from rankdoctor.scan import Scanner
+
+    w = weigh_case(kb, Scanner(kb), SCENARIOS / "lab-fresh4" / "extra-collective-same-shape-w8-r2", use_fr=False)
+    assert w.table.row(2).waits and not w.table.row(2).lost_peer
+    assert outlived_peers(w.table) == ({2}, {0, 1, 3, 4, 5, 6, 7})
+    top = w.scored[0].hyp
+    assert top.entry.class_ == "collective-desync" and top.ranks == (2,)
+
+
+def test_a_timeout_is_an_extra_collective_only_when_the_peers_had_stopped_before_it(kb):
+    # rank 1 times out waiting (gloo, no time on the line) two steps behind ranks 0 and 2.
+    # If they printed their last lines with rank 1's last step, they ran to the end: rank 1
+    # was in an op they never issued. If they went on printing well after rank 1 stopped,
+    # they were busy, not finished: a timeout alone does not make rank 1 the odd one
+    from rankdoctor.diagnose.features import outlived_peers
+
+    def log(peers_last_second: int) -> str:
+        lines = []
+        for r in range(3):
+            last = 5 if r == 1 else 7
+            for st in range(last + 1):
+                sec = 10 + st if r == 1 or st < 6 else peers_last_second
+                lines.append(f"[default{r}]:2026-12-02 05:25:{sec:02d},100 INFO train: rank {r} step {st} err 1.5")
+        lines.append("[default1]:[rank1]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/"
+                     "unbound_buffer.cc:78] Timed out waiting 10000ms for recv operation to complete")
+        return "\n".join(lines) + "\n"
+
+    finished = _table(kb, log(16))
+    assert finished.row(1).waits and not finished.row(1).lost_peer
+    assert outlived_peers(finished) == ({1}, {0, 2})
+    busy = _table(kb, log(40))
+    assert outlived_peers(busy) == (set(), set())
+
+
 def test_the_absent_rank_sentence_names_the_collective_once(kb):
     # "waited in in SeqNum=..." read badly: the collective goes in parentheses
     d, top = _top_of(kb, "real-holdout17/ultralytics-2023-broadcast-timeout-rank0-missing/log.txt")

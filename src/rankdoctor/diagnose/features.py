@@ -496,14 +496,20 @@ def outlived_peers(table: RankTable) -> tuple[set[int], set[int]]:
     """Ranks left waiting by peers that finished, and those peers.
 
     A rank that lost its peers (they closed the connection; it names them, or else every other
-    rank counts) while each of them shows no failure of its own, was not stopped by the launcher, did not wait on
-    anyone, did not go quiet before it and had counted more steps than it, was not left by
-    a crash or a straggler: the peers ran their program to the end, so the waiting rank was
-    in a collective they never issued (an extra collective: a desync that started on it).
+    rank counts), or timed out waiting for them, while each of them shows no failure of its
+    own, was not stopped by the launcher, did not wait on anyone, did not go quiet before it
+    and had counted more steps than it, was not left by a crash or a straggler: the peers ran
+    their program to the end (closing their connections as they exited, or leaving the waiting
+    rank to its timeout), so the waiting rank was in a collective they never issued (an extra
+    collective: a desync that started on it). A timeout alone does not say the peers exited (a
+    peer busy past the timeout leaves it too), so there each peer must also have exited cleanly
+    (the launcher's exit 0) or printed its last line before the waiting rank's first timeout
+    report (when that report has no time: within MIN_GAP of the waiting rank's last timed
+    line); a busy peer's lines go on while the other waits.
     """
     waiting: set[int] = set()
     peers: set[int] = set()
-    accusers = [rw for rw in table.rows.values() if (rw.accuses or rw.lost_peer) and rw.progress is not None]
+    accusers = [rw for rw in table.rows.values() if (rw.accuses or rw.lost_peer or rw.waits) and rw.progress is not None]
     if not accusers:
         return waiting, peers
     quiet, _ = quiet_gaps(table)
@@ -517,6 +523,10 @@ def outlived_peers(table: RankTable) -> tuple[set[int], set[int]]:
         lost = rw.accuses or (everyone - {rw.rank} - stopped)
         if not lost:
             continue
+        timed_out_only = not (rw.accuses or rw.lost_peer)
+        bound = min((w.ts for w in rw.waits if w.ts is not None), default=None)
+        if bound is None and rw.last_seen is not None and rw.last_seen.ts is not None:
+            bound = rw.last_seen.ts + MIN_GAP
         finished = []
         for p in lost:
             peer = table.rows.get(p)
@@ -524,11 +534,18 @@ def outlived_peers(table: RankTable) -> tuple[set[int], set[int]]:
                 peer is not None and not peer.failures and not peer.waits
                 and peer.end in (End.clean, End.unknown) and quiet.get(p, 0.0) < MIN_GAP
                 and peer.progress is not None and peer.progress > rw.progress
+                and (not timed_out_only or peer.end == End.clean or _ended_by(peer, bound))
             )
         if all(finished):
             waiting.add(rw.rank)
             peers |= lost
     return waiting, peers
+
+
+def _ended_by(rw: RankRow, ts: float | None) -> bool:
+    """The rank's last line came no later than ``ts`` (both on one clock)."""
+    last = rw.last_seen
+    return ts is not None and last is not None and last.ts is not None and same_clock(last.ts, ts) and last.ts <= ts
 
 
 def _last_non_wait(rw: RankRow) -> Event | None:
