@@ -582,6 +582,23 @@ def test_a_timeout_is_an_extra_collective_only_when_the_peers_had_stopped_before
     assert outlived_peers(busy) == (set(), set())
 
 
+def test_a_size_check_from_a_sender_in_step_with_the_others_makes_the_reporter_odd(kb):
+    # lab-fresh4: rank 6 of 8 issued an extra scalar all_reduce; it rejected the gradient chunk
+    # rank 7 sent (gloo's ring: r receives from r+1). Ranks 5 and 7 waited in DDP's backward at
+    # the same line: the sender was in the op everyone else was in, so rank 6's op was the odd one
+    from rankdoctor.diagnose.ranktable import _common_site
+    from rankdoctor.evaluate import weigh_case
+    from rankdoctor.scan import Scanner
+
+    w = weigh_case(kb, Scanner(kb), SCENARIOS / "lab-fresh4" / "rank-only-collective-w8-r6", use_fr=False)
+    assert set(w.table.wait_sites) == {5, 7} and len(set(w.table.wait_sites.values())) == 1
+    assert w.table.in_step_senders_of == {6} and not w.table.odd_senders
+    assert _common_site({5: "a.py:1", 7: "a.py:1"}, 7, 6)
+    assert not _common_site({7: "a.py:1"}, 7, 6)  # one rank's site is no "common" line
+    assert not _common_site({5: "a.py:1", 7: "a.py:2"}, 7, 6)
+    assert not _common_site({5: "a.py:1", 6: "a.py:1", 7: "a.py:1"}, 7, 6)  # the reporter waited there too
+
+
 def test_the_absent_rank_sentence_names_the_collective_once(kb):
     # "waited in in SeqNum=..." read badly: the collective goes in parentheses
     d, top = _top_of(kb, "real-holdout17/ultralytics-2023-broadcast-timeout-rank0-missing/log.txt")

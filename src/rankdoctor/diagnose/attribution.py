@@ -20,7 +20,7 @@ from ..ingest.prefix import parse_prefix
 from ..kb.loader import KnowledgeBase
 from .launcher import ExitRecord, LauncherSummary, read_launcher
 from .ras import RasEvidence, ras_evidence
-from .traceback import DIST_PATH, FRAME, distributed_call
+from .traceback import DIST_PATH, FRAME, distributed_call, in_backward
 
 # internal event roles besides the knowledge base's cause / symptom / context
 TRACE = "trace"  # the last line of a Python traceback: "XError: message"
@@ -117,13 +117,14 @@ def _peer_side(kb: KnowledgeBase, events: list[Event], seen: set[int], world_siz
 
 
 def _in_all_reduce(events: list[Event]) -> set[int]:
-    """Ranks whose last Python traceback stopped inside torch.distributed's all_reduce."""
+    """Ranks whose last Python traceback stopped inside torch.distributed's all_reduce, or in
+    the autograd engine's backward pass (DDP's gradient all-reduce, issued from there)."""
     last: dict[int, Event] = {}
     for ev in events:
         if ev.role == TRACE and ev.rank is not None and ev.context:
             if ev.rank not in last or (ev.source, ev.line) > (last[ev.rank].source, last[ev.rank].line):
                 last[ev.rank] = ev
-    return {r for r, ev in last.items() if distributed_call(ev.context, r) == "all_reduce"}
+    return {r for r, ev in last.items() if distributed_call(ev.context, r) == "all_reduce" or in_backward(ev.context, r)}
 
 
 def _listed_sides(events: list[Event], world_size: int | None) -> list[Event]:

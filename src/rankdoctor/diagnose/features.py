@@ -85,6 +85,7 @@ FEATURES: dict[str, str] = {
     "claim_named": "mismatch messages name the claimed rank as the other side",
     "claim_smaller_side": "the ranks that report a mismatch and those that do not are split unevenly, and the claim is the smaller side",
     "claim_reporter_only": "the claimed rank's own failure is only its report of a collective mismatch (either side of a mismatch can be the one to report it)",
+    "claim_sender_in_step": "the claimed rank rejected a message (gloo's size check) from a sender that waited at the line where every other waiting rank waited, and it did not: its own op was the odd one",
     "claim_verdict": "a line of the entry that compared every rank's collective history (signature names_culprit: rankdoctor guard) names the claimed rank as where they diverged",
     "claim_odd_sender": "the entry explains ranks in different collectives, and the claimed rank sent the message a peer's size check rejected (gloo's ring all_reduce) while waiting at a line of user code where no other rank waited (the others all at one line): it is the side that strayed",
     "claim_reported_odd_sender": "the claimed rank's line reports what a peer sent (gloo's size check), and that peer waited at a line of user code where no other rank waited: the peer strayed, the claimed rank only received its message",
@@ -358,6 +359,7 @@ def _claim(h: Hypothesis, cx: Context, lines: EntryLines) -> dict[str, float]:
     )
     f["claim_verdict"] = float(any(_names_own_rank(e, ranks) and _names_culprit(cx.kb, e) for e in causes))
     f["claim_odd_sender"] = float("desync" in explains and len(ranks) == 1 and ranks <= table.odd_senders)
+    f["claim_sender_in_step"] = float("desync" in explains and len(ranks) == 1 and ranks <= table.in_step_senders_of)
     f["claim_reported_odd_sender"] = float(any(
         e.rank in ranks and (s := e.cap_int("sender_rank")) in table.odd_senders and s not in ranks for e in causes))
     f["claim_fr_mismatch"] = float(all(rw.fr_kinds & FR_MISMATCH for rw in rows))

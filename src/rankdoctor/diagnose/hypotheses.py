@@ -205,6 +205,7 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
     for r in named_by_peers(events):
         desync.add(r)
     desync |= table.odd_senders  # the side of a rejected message that waited somewhere else
+    desync |= table.in_step_senders_of  # a rejected message came from the op every other rank was in
     desync |= outlived_peers(table)[0]
     accused: set[int] = set(table.unranked_accuses)
     for rw in table.rows.values():

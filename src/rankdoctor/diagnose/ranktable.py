@@ -121,6 +121,10 @@ class RankTable:
     # ranks that sent a message a peer's size check rejected (gloo's ring all_reduce), while
     # waiting at a line of user code where no other rank waited: the side that strayed
     odd_senders: set[int] = field(default_factory=set)
+    # ranks whose size check rejected a message from a sender that waited where every other
+    # waiting rank did (two at least), while the reporter did not wait there: the sender was in
+    # the op the others were in, so the reporter's own op was the odd one
+    in_step_senders_of: set[int] = field(default_factory=set)
     # the launcher says the job was stopped from outside: a symptom line, with no rank, of an
     # entry that explains a straggler and not a lost peer ("Received 15 death signal, shutting
     # down workers")
@@ -370,6 +374,8 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
                      p2p_waits=p2p_waits, p2p_cycle=p2p_cycle, unranked_waits=unranked_waits,
                      wait_sites=(sites := _wait_sites(events, symptom_lines)),
                      odd_senders={s for e in events if (s := e.cap_int("sender_rank")) is not None and _odd_site(sites, s)},
+                     in_step_senders_of={e.rank for e in events if e.rank is not None and (s := e.cap_int("sender_rank")) is not None
+                                         and _common_site(sites, s, e.rank)},
                      stop_signal=any(e.role == "symptom" and e.rank is None and e.entry and _explains_a_stop(kb, e.entry)
                                      for e in events))
 
@@ -390,6 +396,13 @@ def _wait_sites(events: list[Event], symptom_lines: set[tuple[str, int]]) -> dic
             if (site := user_call_site(ev.context, ev.rank)) is not None:
                 out[ev.rank] = site
     return out
+
+
+def _common_site(sites: dict[int, str], sender: int, reporter: int) -> bool:
+    """The sender waited at the one line of user code where every other rank whose wait shows
+    a line waited too (two ranks at least), and the reporter did not wait there."""
+    others = {r: s for r, s in sites.items() if r != reporter}
+    return sender in others and len(others) >= 2 and len(set(others.values())) == 1 and sites.get(reporter) != others[sender]
 
 
 def _odd_site(sites: dict[int, str], rank: int) -> bool:

@@ -49,3 +49,15 @@ def distributed_call(context: list[str], rank: int | None = None) -> str | None:
         if DIST_PATH.search(path):
             return func
     return None
+
+
+# the autograd engine: a collective raised from here is DDP's gradient all-reduce (its buckets
+# are all-reduced from backward hooks), the collective every rank of a DDP job issues each step
+AUTOGRAD_PATH = re.compile(r"[/\\]torch[/\\]autograd[/\\]")
+
+
+def in_backward(context: list[str], rank: int | None = None) -> bool:
+    """The traceback stopped inside the autograd engine's backward pass."""
+    frames = frames_of(context, rank)
+    return bool(frames) and bool(AUTOGRAD_PATH.search(frames[-1][0]))
+
