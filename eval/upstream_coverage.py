@@ -16,9 +16,9 @@ Printed per file: how many rows fire a signature of an entry (and with which rol
 are read as a failure of a named kind, and how many a one-line diagnosis gives the collector's
 class (informative only: a one-line excerpt of a symptom is not expected to give the cause).
 
-`--lock FILE` writes the rows that fire an entry's own signature (not only the catch-all NCCL
-WARN reading) as `file:row<TAB>entry<TAB>message`; `tests/test_kb.py` checks that each of
-them still does.
+`--lock FILE` writes the rows that fire an entry's own signature (not only a catch-all entry's,
+the reading of every NCCL WARN line) as `file:row<TAB>entry<TAB>message`; `tests/test_kb.py`
+checks that each of them still does.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 TABLES = HERE / "upstream"
-CATCH_ALL = {"nccl-unclassified-warning"}
 
 
 def as_logged(row: dict[str, str]) -> str:
@@ -54,17 +53,6 @@ def rows(tables: Path = TABLES) -> list[tuple[str, int, dict[str, str]]]:
     return out
 
 
-def entries_firing(kb, scanner, line: str) -> dict[str, set[str]]:
-    """Entry id -> roles of its signatures that fire on the line."""
-    from rankdoctor.scan import iter_events, scan_text
-
-    fired: dict[str, set[str]] = {}
-    for ev in iter_events(scan_text(kb, line + "\n", scanner=scanner)):
-        if ev.entry:
-            fired.setdefault(ev.entry, set()).add(ev.role)
-    return fired
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--lock", type=Path, help="write the rows an entry's own signature recognizes to this file")
@@ -73,19 +61,21 @@ def main(argv: list[str] | None = None) -> int:
 
     import tempfile
 
+    from rankdoctor.kb.check import fired_roles
     from rankdoctor.kb.loader import load_kb
     from rankdoctor.pipeline import diagnose_paths
     from rankdoctor.scan import Scanner, scan_sources
 
     kb = load_kb(check=False)
     scanner = Scanner(kb)
+    catch_all = {e.id for e in kb if e.catch_all}  # the reading of every NCCL WARN line
     stats: dict[str, dict[str, int]] = {}
     locked: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         for i, (table, n, r) in enumerate(rows()):
             line = as_logged(r)
-            fired = entries_firing(kb, scanner, line)
-            own = {e: roles for e, roles in fired.items() if e not in CATCH_ALL}
+            fired = {e: roles for e, roles in fired_roles(kb, line, scanner).items() if e}
+            own = {e: roles for e, roles in fired.items() if e not in catch_all}
             p = Path(tmp) / f"{i}.log"
             p.write_text(line + "\n", encoding="utf-8")
             result, _, _ = diagnose_paths(kb, [str(p)], lambda s: scan_sources(kb, s, scanner), None)

@@ -215,6 +215,6 @@ def test_upstream_messages_the_encyclopedia_knew_it_still_knows(kb, scanner):
     lost = []
     for key, entry, _ in lock:
         line = cov.as_logged(by_key[key])
-        if entry not in cov.entries_firing(kb, scanner, line):
+        if entry not in entries_firing(kb, line, scanner):
             lost.append((key, entry, line[:100]))
     assert not lost, lost

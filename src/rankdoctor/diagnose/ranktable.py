@@ -369,13 +369,14 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
     unranked_accuses = {r: n for r, n in unranked_accuses.items() if r not in rows}
     waiting = {r for r, rw in rows.items() if rw.waited}
     ras_dead, ras_behind = suspects_of(att.ras, waiting)
+    sites = _wait_sites(events, symptom_lines)
+    sent = _sender_reports(events)
     return RankTable(rows, expected or set(rows), att.world_size, coll, fingerprints, unranked, fr, stack_odd, stack_odd_collective,
                      unranked_accuses, ras_dead, ras_behind, att.ras, stack_hang=stack_hang,
                      p2p_waits=p2p_waits, p2p_cycle=p2p_cycle, unranked_waits=unranked_waits,
-                     wait_sites=(sites := _wait_sites(events, symptom_lines)),
-                     odd_senders={s for e in events if (s := e.cap_int("sender_rank")) is not None and _odd_site(sites, s)},
-                     in_step_senders_of={e.rank for e in events if e.rank is not None and (s := e.cap_int("sender_rank")) is not None
-                                         and _common_site(sites, s, e.rank)},
+                     wait_sites=sites,
+                     odd_senders={s for _, s in sent if _odd_site(sites, s)},
+                     in_step_senders_of={r for r, s in sent if r is not None and _common_site(sites, s, r)},
                      stop_signal=any(e.role == "symptom" and e.rank is None and e.entry and _explains_a_stop(kb, e.entry)
                                      for e in events))
 
@@ -396,6 +397,12 @@ def _wait_sites(events: list[Event], symptom_lines: set[tuple[str, int]]) -> dic
             if (site := user_call_site(ev.context, ev.rank)) is not None:
                 out[ev.rank] = site
     return out
+
+
+def _sender_reports(events: list[Event]) -> list[tuple[int | None, int]]:
+    """(reporting rank, sender) of every report of a rejected message whose sender is known
+    (``sender_rank``, set by attribution for gloo's ring all_reduce)."""
+    return [(e.rank, s) for e in events if (s := e.cap_int("sender_rank")) is not None]
 
 
 def _common_site(sites: dict[int, str], sender: int, reporter: int) -> bool:

@@ -13,6 +13,9 @@ LIBRARY_PATH = re.compile(r"(?:site-packages|dist-packages|/lib/python\d|<frozen
 
 # torch.distributed and the communication layers of Accelerate and DeepSpeed
 DIST_PATH = re.compile(r"[/\\](?:torch[/\\]distributed|accelerate|deepspeed[/\\]comm)[/\\]")
+# the autograd engine: a collective raised from here is DDP's gradient all-reduce (its buckets
+# are all-reduced from backward hooks), the collective every rank of a DDP job issues each step
+AUTOGRAD_PATH = re.compile(r"[/\\]torch[/\\]autograd[/\\]")
 
 
 def frames_of(context: list[str], rank: int | None = None) -> list[tuple[str, str, str]]:
@@ -51,13 +54,7 @@ def distributed_call(context: list[str], rank: int | None = None) -> str | None:
     return None
 
 
-# the autograd engine: a collective raised from here is DDP's gradient all-reduce (its buckets
-# are all-reduced from backward hooks), the collective every rank of a DDP job issues each step
-AUTOGRAD_PATH = re.compile(r"[/\\]torch[/\\]autograd[/\\]")
-
-
 def in_backward(context: list[str], rank: int | None = None) -> bool:
     """The traceback stopped inside the autograd engine's backward pass."""
     frames = frames_of(context, rank)
     return bool(frames) and bool(AUTOGRAD_PATH.search(frames[-1][0]))
-

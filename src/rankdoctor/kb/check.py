@@ -25,12 +25,19 @@ class ExampleProblem:
         return f"{self.entry}: {self.kind}{extra}: {self.text[:160]}"
 
 
-def entries_firing(kb: KnowledgeBase, line: str, scanner=None) -> set[str]:
+def fired_roles(kb: KnowledgeBase, line: str, scanner=None) -> dict[str, set[str]]:
+    """The entries whose signatures fire on ``line`` read alone, each with the roles that fired."""
     from ..scan import Scanner, scan_text
 
     scanner = scanner or Scanner(kb)
-    res = scan_text(kb, line + "\n", scanner=scanner)
-    return {e.entry for e in res.events}
+    out: dict[str, set[str]] = {}
+    for e in scan_text(kb, line + "\n", scanner=scanner).events:
+        out.setdefault(e.entry, set()).add(e.role)
+    return out
+
+
+def entries_firing(kb: KnowledgeBase, line: str, scanner=None) -> set[str]:
+    return set(fired_roles(kb, line, scanner))
 
 
 def allowed_fires(kb: KnowledgeBase, entry_id: str) -> set[str]:
