@@ -611,7 +611,33 @@ MATRIX_FRESH4: dict = {
     "dataloader-worker-killed": (_mx_dl_worker, [(8, (0,), 0, False)]),
     "healthy": (_mx_healthy, [(8, (), 0, False), (5, (), 0, True)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4}
+# A sixth draw (--fresh 5), written down on Dec 4 (seventh session) before it was run: world sizes
+# 3-8, culprits at ranks not drawn before for each fault where possible, the two-culprit faults at
+# adjacent and far-apart ranks, about half without --tee. Held out like MATRIX_FRESH.
+MATRIX_FRESH5: dict = {
+    "exception": (_mx_exception, [(7, (4,), 4, False), (4, (1,), 5, True)]),
+    "two-exception": (_mx_exception, [(8, (3, 4), 4, True)]),
+    "sigkill": (_mx_sigkill, [(7, (6,), 4, True), (4, (0,), 6, False)]),
+    "two-sigkill": (_mx_sigkill, [(7, (1, 5), 5, False)]),
+    "straggler": (_mx_straggler, [(5, (1,), 0, True), (7, (0,), 0, False)]),
+    "silent-hang": (_mx_silent_hang, [(5, (3,), 10, False), (7, (2,), 12, True)]),
+    "two-silent-hang": (_mx_silent_hang, [(8, (5, 7), 9, True)]),
+    "silent-hang-killed": (lambda w, cs, s: _mx_silent_hang(w, cs, s, killed=True), [(7, (3,), 9, True)]),
+    "hang-killed": (_mx_hang_killed, [(6, (1,), 3, True)]),
+    "compile-desync": (_mx_compile_desync, [(5, (0,), 4, True), (7, (5,), 3, False)]),
+    "shape-recompile": (_mx_shape_recompile, [(7, (6,), 4, True)]),
+    "extra-collective-same-shape": (_mx_extra_same_shape, [(5, (2,), 3, False), (7, (1,), 4, True)]),
+    "rank-only-collective": (_mx_rank_only, [(5, (1,), 0, True), (7, (3,), 0, False)]),
+    "rank-only-collective-large": (_mx_rank_only_large, [(7, (4,), 0, True)]),
+    "dtype-mismatch": (_mx_dtype, [(7, (2,), 0, False)]),
+    "nan-loss": (_mx_nan_loss, [(5, (), 0, True)]),
+    "nan-first-rank": (_mx_nan_first, [(7, (6,), 4, True), (5, (1,), 6, False)]),
+    "ddp-model-mismatch": (_mx_model_mismatch, [(7, (0,), 0, True)]),
+    "dataloader-worker-killed": (_mx_dl_worker, [(7, (5,), 0, True)]),
+    "ddp-mark-ready-twice": (_mx_single("ddp-mark-ready-twice"), [(5, (), 0, False)]),
+    "healthy": (_mx_healthy, [(7, (), 0, True), (4, (), 0, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
@@ -1205,7 +1231,7 @@ def main(argv=None) -> int:
                     help="output folder (default: tests/scenarios/lab, with --matrix tests/scenarios/lab-matrix)")
     ap.add_argument("--matrix", action="store_true", help="run the fault matrix instead of the single cases")
     ap.add_argument("--fresh", nargs="?", type=int, const=1, default=None, choices=sorted(FRESH_DRAWS),
-                    help="with --matrix: a held-out draw instead (1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3); with "
+                    help="with --matrix: a held-out draw instead (1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5); with "
                     "--matrix-pg2d: MATRIX_PG2D_FRESH (1), MATRIX_PG2D_FRESH2 (2); needs --out")
     ap.add_argument("--matrix-pg2d", action="store_true",
                     help="the 8-rank TP x DP (x PP) process-group matrix (MATRIX_PG2D_SPEC, lab/pg2d.py); "
