@@ -356,6 +356,25 @@ def test_traceback_cut_before_its_exception_line_is_not_healthy(kb):
     assert any("static_tcp_rendezvous.py" in e.text for e in top.evidence)
 
 
+def test_a_cpp_backtrace_without_its_message_is_a_failure(kb):
+    from rankdoctor.diagnose.attribution import attribute
+
+    # five frames of c10's backtrace through the c10d store, the error message above them not
+    # pasted (real paste: espnet/espnet#4531): an exception of unknown type, in the store
+    d, top = _top_of(kb, "real-holdout26/espnet-4531-ncclid-store-timeout-double-launch/log.txt")
+    assert d.verdict != "no-failure-found"
+    assert top.klass == "rendezvous-init"
+    assert any("PrefixStore::get" in e.text for e in top.evidence)
+    # the watchdog thread's frames above the timeout report they belong to add no failure
+    # (real paste: vllm-project/vllm#5458, rank 0's watchdog)
+    text = (SCENARIOS / "real-holdout9/vllm-a10g-tp4-first-allreduce-hang-p2p/log.txt").read_bytes()
+    assert not [e for e in attribute(kb, scan_text(kb, text)).events if e.signature == "cpp-backtrace"]
+    # the same frames alone: the watchdog was waiting, which is not a failure of its own rank
+    frames = b"\n".join(text.split(b"\n")[:4]) + b"\n"
+    bare = [e for e in attribute(kb, scan_text(kb, frames)).events if e.signature == "cpp-backtrace"]
+    assert len(bare) == 1 and bare[0].captures.get("waiting") == "1"
+
+
 def test_unknown_exception_is_classed_by_the_subsystem_its_traceback_runs_through(kb):
     # an exception no entry names, raised from verl's fsdp_utils.get_fsdp_wrap_policy
     d, top = _top_of(kb, "real-holdout11/verl-gemma3-wrap-policy-class/log.txt")

@@ -54,6 +54,10 @@ FACTS: dict[str, str] = {
     # EnforceNotMet, c10::Error, NCCL and CUDA errors raised outside Python
     "cpp-terminate": r"terminate called (?:after throwing an instance of '(?P<value>[^']+)'|recursively|without an active exception)",
     "cpp-what": r"^\s*what\(\):\s+(?P<value>\S.*)",
+    # a frame of c10's C++ backtrace (c10/util/Backtrace.cpp: "frame #3: c10d::PrefixStore::get(...)
+    # + 0x32 (0x7f49b752bb42 in .../libtorch_cpu.so)"), printed under the error's message and
+    # "Exception raised from ... (most recent call first):"
+    "cpp-frame": r"^\s*frame #\d+: (?P<value>\S.*)",
     # world size hints
     "world-size": r"\b(?:world_size|WORLD_SIZE|world size)\s*[=:]\s*(?P<world_size>\d+)",
     # NCCL's "comm 0x... rank R nranks N cudaDev D" (init and abort lines): world size, and

@@ -246,6 +246,54 @@ def _cut_tracebacks(scan: ScanResult) -> list[Event]:
             captures["waiting"] = "1"  # it stopped in a barrier or a collective: waiting for peers
         out.append(Event("", "python-exception", TRACE, f.source, f.line, f.text, f.rank, f.local_rank, f.host,
                          None, None, f.time, f.ts, captures, frames[(source, rank, local_rank, host)][-_FRAMES_KEPT:]))
+    return out + _bare_cpp_backtraces(scan, ends)
+
+
+# frames of the threads and calls that wait for peers: the NCCL watchdog and heartbeat monitor, a
+# work object's wait, gloo's pair waiting for a send or a receive
+_CPP_WAITING = re.compile(r"frame #\d+: c10d::\S*(?:ncclCommWatchdog|[Ww]atchdog|HeartbeatMonitor|heartbeatMonitor|Work\w*::wait)|frame #\d+: gloo::\S*::wait")
+_CPP_BEFORE = 30  # lines above a C++ backtrace within which its error message would be
+_CPP_GAP = 3  # lines between two frames of one backtrace ("<omitting python frames>")
+
+
+def _bare_cpp_backtraces(scan: ScanResult, ends: dict[tuple, list[int]]) -> list[Event]:
+    """A block of c10's C++ backtrace frames ("frame #3: c10d::PrefixStore::get(...) + 0x32
+    (... in libtorch_cpu.so)") with no error message above it: c10 prints the frames under the
+    message of the exception they belong to, so frames alone are an exception whose message
+    was cut off (a paste that starts at the frames). Its first frame becomes an exception
+    event of unknown type, with the block's frames as context; a block under a message that
+    a knowledge-base signature or an exception line names is that message's, and adds nothing."""
+    said: dict[tuple, list[int]] = {}
+    for key, lines in ends.items():
+        said.setdefault(key, []).extend(lines)
+    for e in scan.events:
+        said.setdefault((e.source, e.rank, e.local_rank), []).append(e.line)
+    in_source: dict[str, list[int]] = {}
+    for (source, _rank, _local), lines in said.items():
+        in_source.setdefault(source, []).extend(lines)
+    blocks: dict[tuple, list[list]] = {}
+    for f in sorted((f for f in scan.facts if f.fact == "cpp-frame"), key=lambda f: (f.source, f.line)):
+        runs = blocks.setdefault((f.source, f.rank, f.local_rank, f.host), [])
+        if runs and f.line - runs[-1][-1].line <= _CPP_GAP:
+            runs[-1].append(f)
+        else:
+            runs.append([f])
+    out = []
+    for (source, rank, local_rank, _host), runs in blocks.items():
+        # an unprefixed backtrace may belong to any rank's message around it; a prefixed one
+        # to its own rank's or to an unprefixed one
+        near = in_source.get(source, ()) if rank is None and local_rank is None else \
+            [*said.get((source, rank, local_rank), ()), *said.get((source, None, None), ())]
+        for run in runs:
+            first, last = run[0], run[-1]
+            if any(first.line - _CPP_BEFORE <= line <= last.line + _CUT_AFTER for line in near):
+                continue
+            captures = {"value": "(a C++ backtrace without its error message)", "cut": "1"}
+            if any(_CPP_WAITING.search(f.text) for f in run):
+                captures["waiting"] = "1"  # a watchdog's or a wait's backtrace: it was waiting for peers
+            out.append(Event("", "cpp-backtrace", TRACE, source, first.line, first.text, first.rank, first.local_rank,
+                             first.host, None, None, first.time, first.ts, captures,
+                             [f.text for f in run[:_FRAMES_KEPT]]))
     return out
 
 

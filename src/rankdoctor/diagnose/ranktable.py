@@ -457,7 +457,7 @@ def _is_own_failure(ev: Event, symptom_lines: set[tuple[str, int]]) -> bool:
     the same line is a report of waiting for, or losing, a peer."""
     if ev.role == "cause":
         return "launcher" not in ev.captures
-    if ev.role == TRACE and ev.signature == "python-exception":
+    if ev.role == TRACE and ev.signature in ("python-exception", "cpp-backtrace"):
         name = ev.captures.get("value", "")
         return ev.where not in symptom_lines and not LAUNCHER_EXCEPTIONS.search(name) and not is_cut_wait(ev)
     if ev.role == WARNED:  # a NCCL WARN line no entry knows (not one that reports a lost peer)
