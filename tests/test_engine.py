@@ -338,6 +338,12 @@ READINGS = [
     pytest.param("real-holdout25/icefall-49-nan-k2-device-assert/log.txt", "device-assert", ANY, id="cuda_error_text_of_a_device_assert_from_any_library"),
     # interleaved tracebacks cut inside DeepSpeed ZeRO-3's _overflow_check_and_loss_scale_update: the loss scaler gave up
     pytest.param("real-holdout25/deepspeedexamples-419-loss-scale-min/log.txt", "nan-divergence", ANY, id="traceback_cut_in_the_loss_scale_update_is_the_loss_scale_at_its_minimum"),
+    # Composer's launcher: "Rank 2 crashed with exit code -7." (SIGBUS) is a launcher record and a bus error
+    pytest.param("real-holdout27/llm-foundry-258-rank2-sigbus/log.txt", "shm-insufficient", ANY, id="composer_launcher_crash_record"),
+    # icefall's GradScaler warning at 1.29e-26, below the 1e-5 where it exits
+    pytest.param("real-holdout27/icefall-1463-grad-scale-too-small/log.txt", "nan-divergence", ANY, id="grad_scale_collapsed_below_the_exit_value"),
+    # NCCL's duplicate-GPU rule quoted without its "Duplicate GPU detected :" head
+    pytest.param("real-holdout27/thomaskalnik-deepseek-v3-part4-duplicate-gpu/log.txt", "duplicate-gpu", ANY, id="duplicate_gpu_rule_without_its_head"),
 ]
 
 
@@ -373,6 +379,21 @@ def test_a_cpp_backtrace_without_its_message_is_a_failure(kb):
     frames = b"\n".join(text.split(b"\n")[:4]) + b"\n"
     bare = [e for e in attribute(kb, scan_text(kb, frames)).events if e.signature == "cpp-backtrace"]
     assert len(bare) == 1 and bare[0].captures.get("waiting") == "1"
+
+
+def test_an_exception_logged_by_an_excepthook_is_a_failure(kb):
+    # OLMo's excepthook logs "Uncaught AssertionError: ..." at CRITICAL, after a tab-separated
+    # host:rank / logger:line / level prefix (real paste: allenai/OLMo#664)
+    d, top = _top_of(kb, "real-holdout27/olmo-664-ddp-sharded-ckpt-assert/log.txt")
+    assert d.verdict != "no-failure-found"
+    assert any("Uncaught AssertionError" in e.text for e in top.evidence)
+
+
+def test_enospc_in_multiprocessing_locks_is_considered_shared_memory(kb):
+    # ENOSPC raised creating a DataLoader's semaphore (multiprocessing/synchronize.py): /dev/shm
+    # full, not only a full disk (real paste: NVIDIA/Megatron-LM#878)
+    d, _ = _top_of(kb, "real-holdout27/megatron-lm-878-shm-no-space/log.txt")
+    assert "dataloader-worker-shm-bus-error" in [g.entry for g in d.diagnoses[:2]]
 
 
 def test_unknown_exception_is_classed_by_the_subsystem_its_traceback_runs_through(kb):

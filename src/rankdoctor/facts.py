@@ -30,6 +30,12 @@ FACTS: dict[str, str] = {
     # spawned worker's (the spawn loop's variable), so '--local_rank=0' in it means the node
     # ran one worker, which is then the one that exited; any other local rank tells nothing.
     "ds-exit": r"sigkill_handler\] (?:.*?'--local_rank=(?P<local_rank>0)'[,\]])?.* exits with return code = (?P<exitcode>-?\d+)",
+    # MosaicML Composer's launcher (composer/cli/launcher.py): the first worker it saw exit with
+    # an error ("Rank 2 crashed with exit code -7."), each failed worker at the end, and the
+    # SIGTERM it sends the others (collateral)
+    "lc-composer-crash": r"\bRank (?P<rank>\d+) crashed with exit code (?P<exitcode>-?\d+)\.",
+    "lc-composer-exit": r"\bGlobal rank (?P<rank>\d+) \(PID (?P<pid>\d+)\) exited with code (?P<exitcode>-?\d+)",
+    "lc-composer-sigterm": r"\bKilling global rank (?P<rank>\d+) \(PID (?P<pid>\d+)\) with SIGTERM",
     # torch.multiprocessing.spawn's ProcessRaisedException (torch/multiprocessing/spawn.py):
     # "-- Process N terminated with the following error:" and then process N's own traceback,
     # unprefixed
@@ -41,6 +47,10 @@ FACTS: dict[str, str] = {
     # the last line of a Python traceback: which exception ended a rank
     "py-exception": r"^(?P<value>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit))(?::\s|\s*$)",
     "py-traceback": r"^Traceback \(most recent call last\):",
+    # an exception a program's excepthook logged before its traceback (OLMo's olmo/util.py:
+    # log.critical("Uncaught %s: %s", exctype.__name__, value, exc_info=...)), in a log line
+    # whose prefix (host:rank, logger:line, level) the prefix parser does not strip
+    "py-uncaught": r"\bCRITICAL\b.{0,80}?\bUncaught (?P<value>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit)): ",
     # a traceback frame: where a traceback was when a paste or a dying process cut it off
     "py-frame": r"^\s*File \"(?P<value>[^\"]+)\", line \d+, in \S+",
     # a traceback's code line that calls a barrier or a collective ("accelerator.wait_for_everyone()",

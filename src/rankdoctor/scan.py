@@ -652,7 +652,7 @@ class Scanner:
                         caps.setdefault("prefix_device", str(attr.device))
                     fact = Fact(pat.signature, name, lineno, shown, attr.rank, attr.local_rank, attr.host, attr.time, attr.ts, caps)
                     sample = result.add_fact(fact)
-                    if pat.signature in ("py-exception", "cpp-terminate", "cpp-what"):
+                    if pat.signature in ("py-exception", "py-uncaught", "cpp-terminate", "cpp-what"):
                         _read_before(fact, sample, start, later)
                     break
                 # the line's own global-rank prefix ([rankN]:, MPI, Lightning) names the printer

@@ -29,8 +29,9 @@ TAIL = "tail"  # a rank's last timestamped line
 ACTIVITY = "activity"  # a rank's last line that reports work, not trouble
 WARNED = "nccl-warn"  # a NCCL WARN line no entry but the generic one names: an unknown NCCL failure
 
-_FACT_ROLES = {"py-exception": TRACE, "py-traceback": TRACE, "cpp-terminate": FATAL, "cpp-what": FATAL}
-_FACT_SIGNATURES = {"py-exception": "python-exception", "py-traceback": "python-traceback", "cpp-terminate": "cpp-terminate", "cpp-what": "cpp-what"}
+_FACT_ROLES = {"py-exception": TRACE, "py-uncaught": TRACE, "py-traceback": TRACE, "cpp-terminate": FATAL, "cpp-what": FATAL}
+_FACT_SIGNATURES = {"py-exception": "python-exception", "py-uncaught": "python-exception", "py-traceback": "python-traceback",
+                    "cpp-terminate": "cpp-terminate", "cpp-what": "cpp-what"}
 _STREAM_LOOKBACK = 12  # lines above an unprefixed fatal line searched for the rank it interrupts
 
 
@@ -227,7 +228,7 @@ def _cut_tracebacks(scan: ScanResult) -> list[Event]:
     an exception event whose type is unknown, so the run is not called healthy."""
     ends: dict[tuple, list[int]] = {}  # where exception / abort lines are, per stream
     for f in scan.facts:
-        if f.fact in ("py-exception", "cpp-terminate", "cpp-what"):
+        if f.fact in ("py-exception", "py-uncaught", "cpp-terminate", "cpp-what"):
             ends.setdefault((f.source, f.rank, f.local_rank), []).append(f.line)
     last: dict[tuple, object] = {}
     frames: dict[tuple, list[str]] = {}

@@ -71,7 +71,7 @@ def read_launcher(facts: list[Fact]) -> LauncherSummary:
     summary = LauncherSummary()
     by_source: dict[str, list[Fact]] = {}
     for f in facts:
-        if f.fact.startswith(("tr-", "ds-")):
+        if f.fact.startswith(("tr-", "ds-", "lc-")):
             by_source.setdefault(f.source, []).append(f)
     for source, items in by_source.items():
         items.sort(key=lambda f: f.line)
@@ -102,6 +102,25 @@ def read_launcher(facts: list[Fact]) -> LauncherSummary:
                         block=False,
                     )
                 )
+            elif f.fact in ("lc-composer-crash", "lc-composer-exit"):
+                summary.records.append(
+                    ExitRecord(
+                        source,
+                        f.line,
+                        f.line,
+                        rank=_i(f.captures.get("rank")),
+                        host=f.host,
+                        exitcode=_i(f.captures.get("exitcode")),
+                        pid=_i(f.captures.get("pid")),
+                        time=f.time,
+                        root_cause=f.fact == "lc-composer-crash",  # the first crash it saw
+                        block=False,
+                    )
+                )
+            elif f.fact == "lc-composer-sigterm":
+                pid = _i(f.captures.get("pid"))
+                if pid is not None:
+                    summary.sigterm_pids.add(pid)
             elif f.fact == "tr-forced-kill":
                 pid = _i(f.captures.get("pid"))
                 if pid is not None:
