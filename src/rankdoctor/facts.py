@@ -86,6 +86,11 @@ FACTS: dict[str, str] = {
     "nccl-ring": r"(?:Ring|Channel) \d+(?:/\d+)? : (?P<src>\d+)(?:\[[0-9a-f]+\])? -> (?P<dst>\d+)(?:\[[0-9a-f]+\])? (?:\[(?P<dir>send|receive)\] )?via ",
 }
 
+# The facts that are an error report's own line (a Python exception, a logged uncaught one, a C++
+# abort and its what()): the scanner keeps the lines above them, and a traceback or a backtrace
+# near one is that error's, not one cut off before its message.
+ERROR_FACTS = frozenset({"py-exception", "py-uncaught", "cpp-terminate", "cpp-what"})
+
 # What the byte scanner looks for instead of a fact's own regex, where that is much cheaper
 # and finds every line the regex matches. "[0]:" alone on a line: with its `$` the pattern
 # costs the whole hyperscan pass a fifth of its speed (a leading "[" and digits are no

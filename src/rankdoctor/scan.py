@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import hyperscan
 
 from .events import LAST, Event, Fact, InputStats, Sample, ScanResult
-from .facts import FACT_PREFILTER, FACTS
+from .facts import ERROR_FACTS, FACT_PREFILTER, FACTS
 from .ingest.names import attribution_from_name
 from .ingest.prefix import Attribution, Dialect, clean, parse_prefix, progress_of, sniff_dialect, subject_rank
 from .ingest.sources import CHUNK, Source, iter_chunks, iter_file_chunks, looks_binary
@@ -652,7 +652,7 @@ class Scanner:
                         caps.setdefault("prefix_device", str(attr.device))
                     fact = Fact(pat.signature, name, lineno, shown, attr.rank, attr.local_rank, attr.host, attr.time, attr.ts, caps)
                     sample = result.add_fact(fact)
-                    if pat.signature in ("py-exception", "py-uncaught", "cpp-terminate", "cpp-what"):
+                    if pat.signature in ERROR_FACTS:
                         _read_before(fact, sample, start, later)
                     break
                 # the line's own global-rank prefix ([rankN]:, MPI, Lightning) names the printer

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from ..events import Event, ScanResult
+from ..facts import ERROR_FACTS
 from ..ingest.prefix import parse_prefix
 from ..kb.loader import KnowledgeBase
 from .launcher import ExitRecord, LauncherSummary, read_launcher
@@ -228,7 +229,7 @@ def _cut_tracebacks(scan: ScanResult) -> list[Event]:
     an exception event whose type is unknown, so the run is not called healthy."""
     ends: dict[tuple, list[int]] = {}  # where exception / abort lines are, per stream
     for f in scan.facts:
-        if f.fact in ("py-exception", "py-uncaught", "cpp-terminate", "cpp-what"):
+        if f.fact in ERROR_FACTS:
             ends.setdefault((f.source, f.rank, f.local_rank), []).append(f.line)
     last: dict[tuple, object] = {}
     frames: dict[tuple, list[str]] = {}

@@ -87,45 +87,28 @@ def read_launcher(facts: list[Fact]) -> LauncherSummary:
             elif f.fact == "tr-index":
                 current = ExitRecord(source, f.line, f.line, root_cause=(section == "root"))
                 summary.records.append(current)
-            elif f.fact in ("tr-agent-failed", "ds-exit"):
-                summary.records.append(
-                    ExitRecord(
-                        source,
-                        f.line,
-                        f.line,
-                        rank=None,
-                        local_rank=_i(f.captures.get("local_rank")),
-                        host=f.host,
-                        exitcode=_i(f.captures.get("exitcode")),
-                        pid=_i(f.captures.get("pid")),
-                        time=f.time,
-                        block=False,
-                    )
-                )
-            elif f.fact in ("lc-composer-crash", "lc-composer-exit"):
+            elif f.fact in ("tr-agent-failed", "ds-exit", "lc-composer-crash", "lc-composer-exit"):
+                # a one-line record: torchrun's agent and DeepSpeed name a local rank, Composer a global one
                 summary.records.append(
                     ExitRecord(
                         source,
                         f.line,
                         f.line,
                         rank=_i(f.captures.get("rank")),
+                        local_rank=_i(f.captures.get("local_rank")),
                         host=f.host,
                         exitcode=_i(f.captures.get("exitcode")),
                         pid=_i(f.captures.get("pid")),
                         time=f.time,
-                        root_cause=f.fact == "lc-composer-crash",  # the first crash it saw
+                        root_cause=f.fact == "lc-composer-crash",  # the first crash Composer saw
                         block=False,
                     )
                 )
-            elif f.fact == "lc-composer-sigterm":
-                pid = _i(f.captures.get("pid"))
-                if pid is not None:
-                    summary.sigterm_pids.add(pid)
             elif f.fact == "tr-forced-kill":
                 pid = _i(f.captures.get("pid"))
                 if pid is not None:
                     summary.forced_kill_pids.add(pid)
-            elif f.fact == "tr-sigterm-sent":
+            elif f.fact in ("tr-sigterm-sent", "lc-composer-sigterm"):
                 pid = _i(f.captures.get("pid"))
                 if pid is not None:
                     summary.sigterm_pids.add(pid)
