@@ -344,6 +344,15 @@ READINGS = [
     pytest.param("real-holdout27/icefall-1463-grad-scale-too-small/log.txt", "nan-divergence", ANY, id="grad_scale_collapsed_below_the_exit_value"),
     # NCCL's duplicate-GPU rule quoted without its "Duplicate GPU detected :" head
     pytest.param("real-holdout27/thomaskalnik-deepseek-v3-part4-duplicate-gpu/log.txt", "duplicate-gpu", ANY, id="duplicate_gpu_rule_without_its_head"),
+    # srun's "tasks 0,2,6: Killed" lists after "task 5: Exited with exit code 1": every listed task
+    # ended (killed by srun tearing the step down), so none of them is a silent rank
+    pytest.param("real-holdout28/deit-102-task5-exit/log.txt", "peer-rank-crashed", 5, id="srun_task_lists_are_ranks_that_ended"),
+    # DeepSpeed's return-code line read from its tail: a line that starts inside the command
+    pytest.param("real-holdout28/glm-60-cpu-offload-host-oom/log.txt", "host-oom", ANY, id="deepspeed_return_code_line_cut_at_its_head"),
+    # ... and its return code -7: a bus error
+    pytest.param("real-holdout28/gpt-neox-940-sigbus-rc7/log.txt", "shm-insufficient", ANY, id="deepspeed_return_code_minus_7_is_a_bus_error"),
+    # the OOM message cut before the unit of "Tried to allocate 214.00"
+    pytest.param("real-holdout28/finetrainers-25-rank0-vae-oom/log.txt", "cuda-oom", 0, id="oom_line_cut_before_its_unit"),
 ]
 
 
@@ -354,6 +363,22 @@ def test_real_log_reading(kb, rel, klass, rank):
         assert top.klass == klass
     else:
         assert (top.klass, top.initiating_rank) == (klass, rank)
+
+
+def test_srun_task_lists_and_per_node_launchers(kb):
+    from rankdoctor.diagnose.launcher import read_launcher, task_ids
+
+    assert task_ids("0,2,6") == [0, 2, 6]
+    assert task_ids("9-10,12-15") == [9, 10, 12, 13, 14, 15]
+    assert task_ids("3-") == [3] and task_ids("x") == [] and task_ids("5-2") == []
+    assert len(task_ids("0-99999999")) == 0  # an implausible span reads as nothing
+    text = (SCENARIOS / "real-holdout28/deit-102-task5-exit/log.txt").read_bytes()
+    recs = read_launcher(scan_text(kb, text).facts).by_rank()
+    assert recs[5].exitcode == 1 and not recs[5].killed_by_launcher
+    assert recs[14].exitcode == -9 and recs[14].killed_by_launcher
+    # srun started one torchrun per node: its "task 1" is a node, not rank 1
+    text = (SCENARIOS / "real-holdout16/subgroup-allgather-rank4-exit-rank0-timeout/log.txt").read_bytes()
+    assert 1 not in read_launcher(scan_text(kb, text).facts).by_rank()
 
 
 def test_traceback_cut_before_its_exception_line_is_not_healthy(kb):

@@ -19,7 +19,7 @@ from .conftest import SCENARIOS
 LOCK = SCENARIOS / "expected.tsv"
 ROWS = read_lock(LOCK)
 CASES = find_scenarios([SCENARIOS])
-MAX_KNOWN_MISSES = 102  # raised only with a new held-out set: Dec 3 (set V, lab-fresh4), a tie flipped by the refit; Dec 4 (set W: 3 of 19, 1 fixed before)
+MAX_KNOWN_MISSES = 104  # raised only with a new held-out set: Dec 3 (set V, lab-fresh4), a tie flipped by the refit; Dec 4 (set W: 3 of 19, 1 fixed before); Dec 4 (set X: 3 of 28 left as misses, one older miss fixed by the refit)
 
 
 def test_every_scenario_is_in_the_lock():

@@ -29,13 +29,21 @@ FACTS: dict[str, str] = {
     # non-zero exit: "[...cmd...] exits with return code = -9". The cmd is the node's LAST
     # spawned worker's (the spawn loop's variable), so '--local_rank=0' in it means the node
     # ran one worker, which is then the one that exited; any other local rank tells nothing.
-    "ds-exit": r"sigkill_handler\] (?:.*?'--local_rank=(?P<local_rank>0)'[,\]])?.* exits with return code = (?P<exitcode>-?\d+)",
+    # The line is matched from its tail ("...] exits with return code = N"): pastes quote it
+    # without the command ("[launch.py:325:sigkill_handler] exits with return code = -9") or
+    # start it in the middle of a long command.
+    "ds-exit": r"(?:sigkill_handler\] (?:.*?'--local_rank=(?P<local_rank>0)'[,\]])?.*)?\] exits with return code = (?P<exitcode>-?\d+)",
     # MosaicML Composer's launcher (composer/cli/launcher.py): the first worker it saw exit with
     # an error ("Rank 2 crashed with exit code -7."), each failed worker at the end, and the
     # SIGTERM it sends the others (collateral)
     "lc-composer-crash": r"\bRank (?P<rank>\d+) crashed with exit code (?P<exitcode>-?\d+)\.",
     "lc-composer-exit": r"\bGlobal rank (?P<rank>\d+) \(PID (?P<pid>\d+)\) exited with code (?P<exitcode>-?\d+)",
     "lc-composer-sigterm": r"\bKilling global rank (?P<rank>\d+) \(PID (?P<pid>\d+)\) with SIGTERM",
+    # srun's record of tasks that ended (Slurm's launch plugin: "%s: %s %s: Exited with exit code %d"
+    # and "%s: %s %s: %s%s" with strsignal()): "srun: error: node1: task 5: Exited with exit code 1",
+    # "srun: error: node1: tasks 0,2,6: Killed", "tasks 9-10,12-15: Terminated". The task id is the
+    # Slurm task rank, the training rank when srun starts one task per GPU.
+    "lc-srun-task": r"srun: error: (?P<host>[\w.-]+): tasks? (?P<value>\d[\d,-]*): (?:Exited with exit code (?P<exitcode>\d+)|(?P<signal>Killed|Terminated|Aborted|Segmentation fault|Bus error|Floating point exception|Illegal instruction|Hangup|Interrupt))",
     # torch.multiprocessing.spawn's ProcessRaisedException (torch/multiprocessing/spawn.py):
     # "-- Process N terminated with the following error:" and then process N's own traceback,
     # unprefixed

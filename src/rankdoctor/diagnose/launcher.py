@@ -15,6 +15,12 @@ from ..events import Fact
 
 _BLOCK_SPAN = 8  # lines from "[i]:" to "traceback :"
 
+# strsignal() texts srun prints for a task that died of a signal
+_SRUN_SIGNALS = {
+    "Killed": -9, "Terminated": -15, "Aborted": -6, "Segmentation fault": -11, "Bus error": -7,
+    "Floating point exception": -8, "Illegal instruction": -4, "Hangup": -1, "Interrupt": -2,
+}
+
 
 @dataclass
 class ExitRecord:
@@ -31,6 +37,7 @@ class ExitRecord:
     message: str | None = None
     killed_by_launcher: bool = False  # SIGKILL from torchrun after SIGTERM did not end the worker
     block: bool = True  # a multi-line summary record (else one agent log line)
+    srun: bool = False  # srun's record of a Slurm task
 
     @property
     def end(self) -> int:
@@ -104,6 +111,20 @@ def read_launcher(facts: list[Fact]) -> LauncherSummary:
                         block=False,
                     )
                 )
+            elif f.fact == "lc-srun-task":
+                # one record per task of the list; the first task srun reports ended by itself,
+                # a task it reports killed or terminated after that was ended by srun tearing
+                # the step down (--kill-on-bad-exit, or the step cancelled)
+                code = _i(f.captures.get("exitcode"))
+                if code is None:
+                    code = _SRUN_SIGNALS.get(f.captures.get("signal") or "")
+                after_first = any(r.source == source for r in summary.records)
+                for task in task_ids(f.captures.get("value") or ""):
+                    summary.records.append(
+                        ExitRecord(source, f.line, f.line, rank=task, host=f.captures.get("host") or f.host,
+                                   exitcode=code, time=f.time, block=False,
+                                   killed_by_launcher=after_first and code in (-9, -15), srun=True)
+                    )
             elif f.fact == "tr-forced-kill":
                 pid = _i(f.captures.get("pid"))
                 if pid is not None:
@@ -126,9 +147,28 @@ def read_launcher(facts: list[Fact]) -> LauncherSummary:
                     current.time = f.captures.get("value")
                 elif f.fact == "tr-traceback":
                     current.message = f.captures.get("value")
+    if any(not r.srun for r in summary.records):
+        # srun started one launcher per node (torchrun, DeepSpeed, Composer, whose own records
+        # are here): its task ids are node indices, not ranks
+        summary.records = [r for r in summary.records if not r.srun]
     for r in summary.records:
-        r.killed_by_launcher = r.pid is not None and r.pid in summary.forced_kill_pids
+        r.killed_by_launcher = r.killed_by_launcher or (r.pid is not None and r.pid in summary.forced_kill_pids)
     return summary
+
+
+def task_ids(text: str, most: int = 65536) -> list[int]:
+    """Slurm's ranged task list ("0,2,6", "9-10,12-15") as task ids; an implausible range
+    (a cut line, a huge span) gives what was read before it."""
+    out: list[int] = []
+    for part in text.strip(",-").split(","):
+        lo, _, hi = part.partition("-")
+        if not lo.isdigit() or (hi and not hi.isdigit()):
+            break
+        a, b = int(lo), int(hi) if hi else int(lo)
+        if b < a or len(out) + b - a + 1 > most:
+            break
+        out.extend(range(a, b + 1))
+    return out
 
 
 def _i(v: str | None) -> int | None:
