@@ -77,3 +77,21 @@ def test_pg2d_matrix_table():
         del sys.modules[spec.name]
     assert lab_run.pg2d_layout("tp2dp4", 5) == {"tp": [4, 5], "dp": [1, 3, 5, 7], "pp": None, "pp_rank": 0}
     assert lab_run.pg2d_layout("pp2tp2dp2", 6)["pp"] == [2, 6]
+
+
+def test_pg2d_draws_put_stage_faults_on_their_stage():
+    """Every pg2d draw builds (a pipeline fault on a rank of the stage whose code never runs it
+    would be a healthy run labelled as a fault), and such a variant is refused."""
+    spec = importlib.util.spec_from_file_location("lab_run_pg2d_stage", ROOT / "lab" / "run.py")
+    lab_run = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = lab_run
+    try:
+        spec.loader.exec_module(lab_run)
+    finally:
+        del sys.modules[spec.name]
+    for draw in (None, *lab_run.PG2D_FRESH_DRAWS.values()):
+        assert lab_run.pg2d_cases(draw)
+    with pytest.raises(ValueError, match="stage-1 ranks only"):
+        lab_run.pg2d_cases([("extra-tp", "pp2tp2dp2", (2,), 2, True)])
+    with pytest.raises(ValueError, match="stage-0 ranks only"):
+        lab_run.pg2d_cases([("p2p-order", "pp2tp2dp2", (6,), 2, True)])
