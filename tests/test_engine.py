@@ -353,6 +353,10 @@ READINGS = [
     pytest.param("real-holdout28/gpt-neox-940-sigbus-rc7/log.txt", "shm-insufficient", ANY, id="deepspeed_return_code_minus_7_is_a_bus_error"),
     # the OOM message cut before the unit of "Tried to allocate 214.00"
     pytest.param("real-holdout28/finetrainers-25-rank0-vae-oom/log.txt", "cuda-oom", 0, id="oom_line_cut_before_its_unit"),
+    # "comm ... rank 3 ... cudaDev 3" and "rank 6 ... cudaDev 6" on a host: its device 2 is rank 2
+    pytest.param("real-holdout29/deepspeed-2931-ib-completion-error/log.txt", "nccl-network", 2, id="a_host_with_one_rank_offset_maps_its_other_devices"),
+    # guided-diffusion's fp16 trainer: "Found NaN, decreased lg_loss_scale to -16199.354", and "| loss | nan |"
+    pytest.param("real-holdout29/guided-diffusion-50-fp16-nan-divergence/log.txt", "nan-divergence", ANY, id="log_loss_scale_below_zero_and_a_nan_loss_in_a_table"),
 ]
 
 
@@ -363,6 +367,18 @@ def test_real_log_reading(kb, rel, klass, rank):
         assert top.klass == klass
     else:
         assert (top.klass, top.initiating_rank) == (klass, rank)
+
+
+def test_a_kernel_assertion_is_read_in_aten_and_triton_kernels(kb):
+    # a Triton kernel's bounds check (torch.compile): "unknown:0: unknown: block: [0,0,0], thread:
+    # [31,0,0] Assertion `index out of bounds: 0 <= tmp4 < 16000` failed." (gau-nernst/quantized-training#1)
+    text = (SCENARIOS / "real-holdout20/quantized-training-1-compiled-index-out-of-bounds/log.txt").read_bytes()
+    sigs = {(e.entry, e.signature) for e in scan_text(kb, text).events}
+    assert ("cuda-device-side-assert", "kernel-assertion-failed") in sigs
+    assert ("embedding-index-out-of-range", "index-out-of-bounds") in sigs or any(
+        e == "embedding-index-out-of-range" for e, _ in sigs)
+    d, top = _top_of(kb, "real-holdout20/quantized-training-1-compiled-index-out-of-bounds/log.txt")
+    assert d.verdict == "inconclusive"  # a compile error or a device assert: the model weighs them, never sure
 
 
 def test_srun_task_lists_and_per_node_launchers(kb):

@@ -369,11 +369,25 @@ def _local_rank_mapping(events: list[Event], summary: LauncherSummary, scan: Sca
         and (max_global < 8 or max_global <= max(known_local, default=-1))
     )
 
+    # a node's workers are numbered in order: global rank = the node's first rank + local rank.
+    # Where every pair the logs show for a host has the same offset (at least two of them), a
+    # local rank of that host with no pair of its own gets it too ("comm ... rank 3 ... cudaDev 3"
+    # and "rank 6 ... cudaDev 6" on a host: its device 2 is rank 2)
+    offsets: dict[str, set[int]] = {}
+    counts: dict[str, int] = {}
+    for (h, lr), rk in pairs.items():
+        if h:
+            offsets.setdefault(h, set()).add(rk - lr)
+            counts[h] = counts.get(h, 0) + 1
+    node_base = {h: next(iter(o)) for h, o in offsets.items() if len(o) == 1 and counts[h] >= 2}
+
     def to_global(host: str | None, lr: int | None) -> int | None:
         if lr is None:
             return None
         if (host, lr) in pairs:
             return pairs[(host, lr)]
+        if host in node_base:
+            return node_base[host] + lr
         ranks = by_local.get(lr, set())
         if len(ranks) == 1 and single_node:
             return next(iter(ranks))
