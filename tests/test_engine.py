@@ -357,6 +357,10 @@ READINGS = [
     pytest.param("real-holdout29/deepspeed-2931-ib-completion-error/log.txt", "nccl-network", 2, id="a_host_with_one_rank_offset_maps_its_other_devices"),
     # guided-diffusion's fp16 trainer: "Found NaN, decreased lg_loss_scale to -16199.354", and "| loss | nan |"
     pytest.param("real-holdout29/guided-diffusion-50-fp16-nan-divergence/log.txt", "nan-divergence", ANY, id="log_loss_scale_below_zero_and_a_nan_loss_in_a_table"),
+    # TGI's launcher: "Shard process was signaled to shutdown with signal 7 rank=1" is a launcher record and a bus error
+    pytest.param("real-holdout30/tgi-814-shard-sigbus-rank1/log.txt", "shm-insufficient", ANY, id="tgi_shard_signal_record"),
+    # interleaved tracebacks of the ranks that wait in "with training_args.main_process_first(...)" while rank 0 tokenizes
+    pytest.param("real-holdout30/transformers-17106-tokenize-main-first-socket-timeout/log.txt", "straggler-timeout", 0, id="tracebacks_cut_entering_main_process_first_wait_for_rank_0"),
 ]
 
 
@@ -379,6 +383,27 @@ def test_a_kernel_assertion_is_read_in_aten_and_triton_kernels(kb):
         e == "embedding-index-out-of-range" for e, _ in sigs)
     d, top = _top_of(kb, "real-holdout20/quantized-training-1-compiled-index-out-of-bounds/log.txt")
     assert d.verdict == "inconclusive"  # a compile error or a device assert: the model weighs them, never sure
+
+
+def test_a_markdown_quoted_paste_and_a_list_of_per_process_values(kb):
+    from rankdoctor.diagnose.attribution import attribute
+    from rankdoctor.ingest.prefix import parse_prefix, sniff_dialect
+
+    # a log pasted as a block quote: the "> " markers hide the rank prefixes (huggingface/lighteval#204)
+    text = (SCENARIOS / "real-holdout30/lighteval-204-gather-shape-mismatch-rank0/log.txt").read_text()
+    dialect = sniff_dialect(text.splitlines())
+    assert dialect.quote
+    a, _ = parse_prefix("> [rank3]:   - Process 0: [1024]", dialect)
+    assert a.rank == 3
+    # Accelerate's "Input shapes:" list: process 0 alone has [1024], the seven others [2048]
+    events = attribute(kb, scan_text(kb, text.encode())).events
+    assert any(e.captures.get("peer_rank") == "0" for e in events if e.role == "cause")
+    # a list where no single process differs names nobody
+    even = "\n".join(["[rank1]: Cannot apply desired operation due to shape mismatches. All shapes across devices must be valid.",
+                      "[rank1]: Input shapes:", *(f"[rank1]:   - Process {i}: [{1024 if i < 2 else 2048}]" for i in range(4))])
+    assert not any("peer_rank" in e.captures for e in attribute(kb, scan_text(kb, even.encode())).events)
+    # a paste with a few quoted lines among many is not a quoted paste
+    assert not sniff_dialect(["> note", "line a", "line b", "line c", "line d", "line e"]).quote
 
 
 def test_srun_task_lists_and_per_node_launchers(kb):

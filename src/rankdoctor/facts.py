@@ -44,6 +44,9 @@ FACTS: dict[str, str] = {
     # "srun: error: node1: tasks 0,2,6: Killed", "tasks 9-10,12-15: Terminated". The task id is the
     # Slurm task rank, the training rank when srun starts one task per GPU.
     "lc-srun-task": r"srun: error: (?P<host>[\w.-]+): tasks? (?P<value>\d[\d,-]*): (?:Exited with exit code (?P<exitcode>\d+)|(?P<signal>Killed|Terminated|Aborted|Segmentation fault|Bus error|Floating point exception|Illegal instruction|Hangup|Interrupt))",
+    # Hugging Face text-generation-inference's launcher (launcher/src/main.rs): a shard process that
+    # died of a signal, in the shard's tracing span ("... with signal 7 rank=1")
+    "lc-tgi-signal": r"Shard process was signaled to shutdown with signal (?P<signal_num>\d+)(?: rank=(?P<rank>\d+))?",
     # torch.multiprocessing.spawn's ProcessRaisedException (torch/multiprocessing/spawn.py):
     # "-- Process N terminated with the following error:" and then process N's own traceback,
     # unprefixed
@@ -64,7 +67,10 @@ FACTS: dict[str, str] = {
     # a traceback's code line that calls a barrier or a collective ("accelerator.wait_for_everyone()",
     # "dist.barrier()", "torch.distributed.all_reduce(t)"): a traceback cut off there was
     # waiting for its peers, not failing by itself
-    "py-collective-call": r"^\s*(?:[\w.]+\.)?(?P<value>wait_for_everyone|barrier|monitored_barrier|all_reduce|all_gather\w*|broadcast|broadcast_object_list|reduce_scatter\w*|all_to_all\w*|gather_object|scatter_object_list)\(",
+    # (and the context managers that make every rank but the main one wait in a barrier while it
+    # works: "with training_args.main_process_first(desc=...)", Accelerate's main_process_first,
+    # YOLOv5/Ultralytics' "with torch_distributed_zero_first(LOCAL_RANK):")
+    "py-collective-call": r"^\s*(?:with\s+)?(?:[\w.]+\.)?(?P<value>wait_for_everyone|barrier|monitored_barrier|all_reduce|all_gather\w*|broadcast|broadcast_object_list|reduce_scatter\w*|all_to_all\w*|gather_object|scatter_object_list|main_process_first|local_main_process_first|torch_distributed_zero_first)\(",
     # a traceback's code line of a point-to-point call with a literal peer ("dist.recv(input,0)",
     # "dist.send(tensor=x, dst=1)"): the rank at the other end of a connection it then lost
     "py-p2p-call": r"^\s*(?:[\w.]+\.)?(?P<value>i?send|i?recv)\(\s*(?:tensor\s*=\s*)?[\w.\[\]]+\s*,\s*(?:(?:src|dst)\s*=\s*)?(?P<peer_rank>\d+)\s*[,)]",
@@ -76,6 +82,10 @@ FACTS: dict[str, str] = {
     # + 0x32 (0x7f49b752bb42 in .../libtorch_cpu.so)"), printed under the error's message and
     # "Exception raised from ... (most recent call first):"
     "cpp-frame": r"^\s*frame #\d+: (?P<value>\S.*)",
+    # a report that lists one value per process, one line each: Accelerate's check before a
+    # gather / pad / broadcast (accelerate/utils/operations.py verify_operation: "Input shapes:"
+    # then "  - Process 0: [1024]" ...); the process that differs from the others is the odd one
+    "per-rank-value": r"^\s*- Process (?P<rank>\d+): (?P<value>\S.*?)\s*$",
     # world size hints
     "world-size": r"\b(?:world_size|WORLD_SIZE|world size)\s*[=:]\s*(?P<world_size>\d+)",
     # NCCL's "comm 0x... rank R nranks N cudaDev D" (init and abort lines): world size, and

@@ -67,6 +67,7 @@ def attribute(kb: KnowledgeBase, scan: ScanResult) -> Attributed:
     events = _launcher_aborts(events, summary)
     seen, world_size = _world(scan, events, summary)
     events = _listed_sides(events, world_size)
+    events = _odd_value_out(events, scan)
     if not world_size:  # a report that lists every rank of the job as stuck in one op tells its size
         world_size = max((int(e.captures["every_rank_listed"]) for e in events if "every_rank_listed" in e.captures), default=None)
     events = _peer_side(kb, events, seen, world_size, scan)
@@ -156,6 +157,45 @@ def _listed_sides(events: list[Event], world_size: int | None) -> list[Event]:
                 ev = ev.copy()
                 ev.captures["peer_rank"] = str(next(iter(odd)))
                 ev.captures["peer_from"] = "the ranks the report lists"
+        out.append(ev)
+    return out
+
+
+def _odd_value_out(events: list[Event], scan: ScanResult) -> list[Event]:
+    """A report that lists each process's value on a line of its own ("- Process 0: [1024]",
+    "- Process 1: [2048]", ...) under a failure line: when every process but one shows the
+    same value, that one is the odd one out and becomes the failure line's ``peer_rank``, as a
+    message naming it would. The list starts within a few lines of the failure line and runs
+    on consecutive lines."""
+    rows = sorted(((f.source, f.line, int(f.captures["rank"]), f.captures.get("value", ""))
+                   for f in scan.facts if f.fact == "per-rank-value" and f.captures.get("rank", "").isdigit()))
+    if len(rows) < 3:
+        return events
+    blocks: list[list[tuple]] = []
+    for row in rows:
+        if blocks and blocks[-1][-1][0] == row[0] and row[1] - blocks[-1][-1][1] <= 1:
+            blocks[-1].append(row)
+        else:
+            blocks.append([row])
+    odd_at: dict[tuple[str, int], int] = {}  # (source, first line of the list) -> the odd rank
+    for b in blocks:
+        values: dict[str, set[int]] = {}
+        for _s, _l, rank, value in b:
+            values.setdefault(value, set()).add(rank)
+        if len(b) >= 3 and len(values) == 2:
+            small = min(values.values(), key=len)
+            if len(small) == 1 and len(b) - 1 >= 2:
+                odd_at[(b[0][0], b[0][1])] = next(iter(small))
+    if not odd_at:
+        return events
+    out = []
+    for ev in events:
+        if ev.role == "cause" and ev.entry and "peer_rank" not in ev.captures:
+            odd = next((r for (src, first), r in odd_at.items() if src == ev.source and 0 < first - ev.line <= 6), None)
+            if odd is not None and odd != ev.rank:
+                ev = ev.copy()
+                ev.captures["peer_rank"] = str(odd)
+                ev.captures["peer_from"] = "the one process whose value differs in the list the report gives"
         out.append(ev)
     return out
 

@@ -1,6 +1,6 @@
 """Launcher summaries: torchrun's ChildFailedError block and the agent's exit lines, the
-DeepSpeed launcher's "exits with return code" line, Composer's crash and exit lines, and
-srun's task records ("task 5: Exited with exit code 1", "tasks 0,2,6: Killed").
+DeepSpeed launcher's "exits with return code" line, Composer's crash and exit lines, TGI's
+"Shard process was signaled to shutdown with signal N rank=R", and srun's task records ("task 5: Exited with exit code 1", "tasks 0,2,6: Killed").
 
 The block says which worker exited with which code. Its "Root Cause (first observed
 failure)" is only the first exit the agent saw — in a hang that is a waiting rank the
@@ -126,6 +126,12 @@ def read_launcher(facts: list[Fact]) -> LauncherSummary:
                                    exitcode=code, time=f.time, block=False,
                                    killed_by_launcher=after_first and code in (-9, -15), srun=True)
                     )
+            elif f.fact == "lc-tgi-signal":
+                sig = _i(f.captures.get("signal_num"))
+                summary.records.append(
+                    ExitRecord(source, f.line, f.line, rank=_i(f.captures.get("rank")), host=f.host,
+                               exitcode=-sig if sig else None, time=f.time, block=False)
+                )
             elif f.fact == "tr-forced-kill":
                 pid = _i(f.captures.get("pid"))
                 if pid is not None:

@@ -81,6 +81,7 @@ _P_SRUN = re.compile(r" {0,4}(?P<rank>\d{1,5}) ?: ")
 # `grep pattern *.log` across files puts the file name first: "LOG1.0.txt:host:pid:tid [0] NCCL INFO ..."
 _P_GREPFILE = re.compile(r"(?P<file>[\w.-]+(?:/[\w.-]+)*\.(?:log|txt|out|err))[:-](?=\S)")
 _P_PIPE = re.compile(r" *\| ")  # CI log viewers
+_P_QUOTE = re.compile(r" {0,3}>(?: |$)")  # a log pasted as a Markdown block quote ("> [rank3]: ...")
 _P_SPACE = re.compile(r"[ \t]+")
 
 
@@ -91,6 +92,7 @@ class Dialect:
     srun: bool = False
     hosts: frozenset[str] = frozenset()
     pipe: bool = False
+    quote: bool = False
 
 
 def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, int]:
@@ -109,6 +111,9 @@ def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, 
             # other indented lines (traceback frames) keep their indentation
             pos = m.end()
         if dialect.pipe and (m := _P_PIPE.match(text, pos)):
+            pos = m.end()
+            continue
+        if dialect.quote and pos == 0 and (m := _P_QUOTE.match(text)):
             pos = m.end()
             continue
         if dialect.hosts:
@@ -236,6 +241,7 @@ def sniff_dialect(sample_lines: list[str]) -> Dialect:
         return Dialect()
     srun = sum(1 for ln in lines if _SNIFF_SRUN.match(ln)) >= max(3, len(lines) // 2)
     pipe = sum(1 for ln in lines if _P_PIPE.match(ln)) >= max(3, len(lines) * 3 // 4)
+    quote = sum(1 for ln in lines if _P_QUOTE.match(ln)) >= max(3, len(lines) * 3 // 4)
     counts: dict[str, int] = {}
     for ln in lines:
         m = _SNIFF_HOST.match(ln)
@@ -248,6 +254,9 @@ def sniff_dialect(sample_lines: list[str]) -> Dialect:
         len(counts) <= max(1, covered // 3) or all(_IPV4.fullmatch(h) for h in counts)
     ):
         hosts = frozenset(counts)
+    if quote:  # what the quote marker hides: the prefixes behind it
+        inner = sniff_dialect([_P_QUOTE.sub("", ln, count=1) for ln in lines])
+        return Dialect(srun=inner.srun, hosts=inner.hosts, pipe=pipe or inner.pipe, quote=True)
     return Dialect(srun=srun, hosts=hosts, pipe=pipe)
 
 
