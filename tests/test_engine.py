@@ -361,6 +361,14 @@ READINGS = [
     pytest.param("real-holdout30/tgi-814-shard-sigbus-rank1/log.txt", "shm-insufficient", ANY, id="tgi_shard_signal_record"),
     # interleaved tracebacks of the ranks that wait in "with training_args.main_process_first(...)" while rank 0 tokenizes
     pytest.param("real-holdout30/transformers-17106-tokenize-main-first-socket-timeout/log.txt", "straggler-timeout", 0, id="tracebacks_cut_entering_main_process_first_wait_for_rank_0"),
+    # DistributedSampler's "Invalid rank 8, rank should be in the interval [0, 7]": a world size configured twice
+    pytest.param("real-holdout31/lightning-17436-fsdp-num-nodes-invalid-rank/log.txt", "rendezvous-init", 8, id="sampler_rank_beyond_the_world_it_was_given"),
+    # newer NCCL's "collective mismatch around rank 1" names the printing communicator rank
+    pytest.param("real-holdout31/lightning-8214-nccl-collective-mismatch-rank1/log.txt", "collective-desync", 1, id="nccl_suspected_collective_mismatch"),
+    # thrust's "cudaErrorIllegalAddress: an illegal memory access was encountered"
+    pytest.param("real-holdout31/torchrec-366-nvt-loader-illegal-address-rank1/log.txt", "illegal-memory-access", ANY, id="illegal_address_by_its_runtime_enum_name"),
+    # fairseq's "grad_norm across the workers:" list, every worker nan
+    pytest.param("real-holdout31/fairseq-1372-grad-norm-nan-all-workers/log.txt", "nan-divergence", ANY, id="non_finite_grad_norm_on_every_worker_is_divergence"),
 ]
 
 
