@@ -355,3 +355,19 @@ def test_what_the_diagnosis_reads_is_left_alone():
     assert got == "host-1:12345:12399 [3] NCCL INFO Channel 00/02 : 0[3] -> 1[3] via P2P/IPC"
     before, after = parse_prefix(nccl)[0], parse_prefix(got)[0]
     assert (after.host, after.pid, after.device) == ("host-1", before.pid, before.device)
+
+
+def test_literal_pattern_of_very_long_and_deeply_nested_words():
+    """A token of thousands of characters (a base64 DeepSpeed config on a launcher's command
+    line, as in EleutherAI/gpt-neox#940) and a thousand words that are prefixes of each other
+    both give a working pattern, never a RecursionError."""
+    from rankdoctor.redact.redactor import _literal_pattern
+
+    inside = re.compile(r"[\w.-]")
+    long_word = "eyJ0cmFpbl9iYXRjaF9zaXplIjogMiwg" * 200
+    p = _literal_pattern([long_word, "node12"], inside)
+    assert p.search(f"cmd '{long_word}' on node12").group() == long_word
+    nested = ["a" * i for i in range(1, 1200)]
+    p = _literal_pattern(nested, inside)
+    assert p.search(" aaaa ").group() == "aaaa"
+    assert p.search(" aaaab ") is None  # bounded: not inside a longer word

@@ -85,7 +85,7 @@ FACTS: dict[str, str] = {
     # a report that lists one value per process, one line each: Accelerate's check before a
     # gather / pad / broadcast (accelerate/utils/operations.py verify_operation: "Input shapes:"
     # then "  - Process 0: [1024]" ...); the process that differs from the others is the odd one
-    "per-rank-value": r"^\s*- Process (?P<rank>\d+): (?P<value>\S.*?)\s*$",
+    "per-rank-value": r"^\s*- Process (?P<rank>\d+): (?P<value>\[[^\]]*\]|\S+)",
     # world size hints
     "world-size": r"\b(?:world_size|WORLD_SIZE|world size)\s*[=:]\s*(?P<world_size>\d+)",
     # NCCL's "comm 0x... rank R nranks N cudaDev D" (init and abort lines): world size, and

@@ -248,12 +248,26 @@ def _literal_pattern(words: list[str], inside: re.Pattern[str]) -> re.Pattern[st
             node = node.setdefault(ch, {})
         node[""] = {}
 
-    def build(node: dict) -> str:
-        end = "" in node
-        branches = [re.escape(ch) + build(sub) for ch, sub in sorted(node.items()) if ch]
+    # built bottom-up without recursion: a token of thousands of characters (a base64 config
+    # on a launcher's command line) is a chain of as many trie nodes
+    order: list[dict] = []
+    stack = [trie]
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        stack.extend(sub for ch, sub in node.items() if ch)
+    built: dict[int, str] = {}
+    for node in reversed(order):  # every node after all of its children
+        branches = [re.escape(ch) + built.pop(id(sub)) for ch, sub in sorted(node.items()) if ch]
         if not branches:
-            return ""
+            built[id(node)] = ""
+            continue
         body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
-        return f"(?:{body})?" if end else body
-
-    return re.compile(build(trie) + f"(?!{inside.pattern})")
+        built[id(node)] = f"(?:{body})?" if "" in node else body
+    try:
+        return re.compile(built[id(trie)] + f"(?!{inside.pattern})")
+    except (RecursionError, re.error):
+        # words that are prefixes of each other a thousand deep nest the trie's optional groups
+        # deeper than re's parser goes: a flat alternation, longest first, finds the same words
+        flat = "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True))
+        return re.compile(f"(?:{flat})(?!{inside.pattern})")
