@@ -184,7 +184,7 @@ def _odd_value_out(events: list[Event], scan: ScanResult) -> list[Event]:
             values.setdefault(value, set()).add(rank)
         if len(b) >= 3 and len(values) == 2:
             small = min(values.values(), key=len)
-            if len(small) == 1 and len(b) - 1 >= 2:
+            if len(small) == 1:
                 odd_at[(b[0][0], b[0][1])] = next(iter(small))
     if not odd_at:
         return events
