@@ -83,6 +83,7 @@ def read_launcher(facts: list[Fact]) -> LauncherSummary:
             by_source.setdefault(f.source, []).append(f)
     for source, items in by_source.items():
         items.sort(key=lambda f: f.line)
+        first_of_source = len(summary.records)  # records before it are other sources'
         section = None
         current: ExitRecord | None = None
         for f in items:
@@ -119,7 +120,7 @@ def read_launcher(facts: list[Fact]) -> LauncherSummary:
                 code = _i(f.captures.get("exitcode"))
                 if code is None:
                     code = _SRUN_SIGNALS.get(f.captures.get("signal") or "")
-                after_first = any(r.source == source for r in summary.records)
+                after_first = len(summary.records) > first_of_source
                 for task in task_ids(f.captures.get("value") or ""):
                     summary.records.append(
                         ExitRecord(source, f.line, f.line, rank=task, host=f.captures.get("host") or f.host,
