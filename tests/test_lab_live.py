@@ -61,6 +61,18 @@ def test_fr_and_diagnose_on_a_fresh_run(lab_runs, case):
     assert any(diag_site in e["text"] for e in top["evidence"]) or diag_site in top["root_cause"], top["evidence"]
 
 
+def _lab_run():
+    """lab/run.py as a module (it is a script, not a package member)."""
+    spec = importlib.util.spec_from_file_location("lab_run", ROOT / "lab" / "run.py")
+    lab_run = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = lab_run  # dataclasses look their module up while the class is built
+    try:
+        spec.loader.exec_module(lab_run)
+    finally:
+        del sys.modules[spec.name]
+    return lab_run
+
+
 def test_pg2d_matrix_table():
     """The 8-rank process-group matrix (lab/run.py --matrix-pg2d) lists without running anything."""
     proc = subprocess.run([sys.executable, str(ROOT / "lab" / "run.py"), "--matrix-pg2d", "--list"],
@@ -68,13 +80,7 @@ def test_pg2d_matrix_table():
     assert proc.returncode == 0, proc.stderr
     rows = proc.stdout.splitlines()
     assert len(rows) >= 24 and all(r.split()[-1] == "pg2d.py" for r in rows)
-    spec = importlib.util.spec_from_file_location("lab_run_pg2d", ROOT / "lab" / "run.py")
-    lab_run = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = lab_run  # dataclasses look their module up while the class is built
-    try:
-        spec.loader.exec_module(lab_run)
-    finally:
-        del sys.modules[spec.name]
+    lab_run = _lab_run()
     assert lab_run.pg2d_layout("tp2dp4", 5) == {"tp": [4, 5], "dp": [1, 3, 5, 7], "pp": None, "pp_rank": 0}
     assert lab_run.pg2d_layout("pp2tp2dp2", 6)["pp"] == [2, 6]
 
@@ -82,13 +88,7 @@ def test_pg2d_matrix_table():
 def test_pg2d_draws_put_stage_faults_on_their_stage():
     """Every pg2d draw builds (a pipeline fault on a rank of the stage whose code never runs it
     would be a healthy run labelled as a fault), and such a variant is refused."""
-    spec = importlib.util.spec_from_file_location("lab_run_pg2d_stage", ROOT / "lab" / "run.py")
-    lab_run = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = lab_run
-    try:
-        spec.loader.exec_module(lab_run)
-    finally:
-        del sys.modules[spec.name]
+    lab_run = _lab_run()
     for draw in (None, *lab_run.PG2D_FRESH_DRAWS.values()):
         assert lab_run.pg2d_cases(draw)
     with pytest.raises(ValueError, match="stage-1 ranks only"):
