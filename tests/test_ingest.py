@@ -40,6 +40,8 @@ from rankdoctor.scan import scan_sources, scan_text
         ("[2022-05-15 00:12:57,785] [INFO] [launch.py:178:sigkill_handler] Killing subprocess 97277", None, None, None, "2022-05-15T00:12:57"),
         # Lightning
         ("[rank: 3] Seed set to 42", 3, None, None, None),
+        # Determined's worker stream wrapper, behind a log viewer's empty field (real: determined-ai/determined#5418)
+        ("[] [rank=0] RuntimeError: CUDA out of memory. Tried to allocate 824.00 MiB (GPU 0; 7.93 GiB total capacity;", 0, None, None, None),
         # kubectl logs --prefix
         ("[pod/train-worker-1/pytorch] [rank9]: Traceback (most recent call last):", 9, None, "train-worker-1", None),
         # Ray actor prefix with ANSI colour (vLLM style)

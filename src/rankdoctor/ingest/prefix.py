@@ -64,6 +64,10 @@ _P_RANK = re.compile(r"\[rank(?P<rank>\d+)\]: ?")
 _P_DEFAULT = re.compile(r"\[(?:default|[A-Za-z_]+)(?P<local_rank>\d+)\]: ?")
 _P_MPI = re.compile(r"\[\d+,(?P<rank>\d+)\]<(?:stdout|stderr)>: ?")
 _P_LIGHTNING = re.compile(r"\[rank: (?P<rank>\d+)\] ?")
+# Determined wraps each worker's stream as "[rank=N] " (determined's worker_process_wrapper.py); a
+# log viewer's empty bracket pair before it ("[] [rank=0] ...", a field with no value) says nothing
+_P_RANK_EQ = re.compile(r"\[rank=(?P<rank>\d+)\] ?")
+_P_EMPTY = re.compile(r"\[\] ")
 _P_RAY = re.compile(
     r"\((?P<actor>[A-Za-z_][\w.:-]*)(?: rank=(?P<rank>\d+))? pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:-]+))?\) "
 )
@@ -151,6 +155,10 @@ def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, 
             a.rank = int(m["rank"])
         elif bracket and (m := _P_LIGHTNING.match(text, pos)):
             a.rank = int(m["rank"])
+        elif bracket and (m := _P_RANK_EQ.match(text, pos)):
+            a.rank = int(m["rank"])
+        elif bracket and (m := _P_EMPTY.match(text, pos)):
+            pass
         elif bracket and (m := _P_KUBECTL.match(text, pos)):
             a.host = m["host"]
         elif (bracket or c.isdecimal()) and (m := _P_ISO.match(text, pos)):  # (\d is isdecimal)
