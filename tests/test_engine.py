@@ -436,6 +436,9 @@ def test_srun_task_lists_and_per_node_launchers(kb):
     # OLMo's excepthook logs "Uncaught AssertionError: ..." at CRITICAL, after a tab-separated
     # host:rank / logger:line / level prefix (real paste: allenai/OLMo#664)
     pytest.param("real-holdout27/olmo-664-ddp-sharded-ckpt-assert/log.txt", "Uncaught AssertionError", id="exception_logged_by_an_excepthook"),
+    # faulthandler's report of a fatal signal, behind a Ray worker's prefix (real paste:
+    # PeterGriffinJin/Search-R1#134, a SIGFPE in a GEMM)
+    pytest.param("real-holdout33/search-r1-134-h20-cublas-sigfpe/log.txt", "Fatal Python error: Floating point exception", id="fatal_signal_reported_by_faulthandler"),
 ])
 def test_a_failure_no_entry_names_is_not_healthy(kb, rel, shown):
     d, top = _top_of(kb, rel)
@@ -790,3 +793,14 @@ def test_harmless_nccl_warn_lines_and_those_an_entry_knows_are_not_unknown_failu
     att = attribute(kb, scan_text(kb, known.encode()))
     assert not any(e.role == WARNED for e in att.events)
     assert _diag(kb, known).diagnoses[0].entry == "tcpstore-port-in-use"
+
+
+def test_an_unranked_failure_goes_to_the_rank_the_launcher_saw_die_by_itself(kb):
+    # the OOM traceback has no rank prefix; torchrun's record says local_rank 1 failed with
+    # exit code 1 and it sent the other worker SIGTERM (real paste: Project-MONAI/MONAI#5604)
+    d, top = _top_of(kb, "real-holdout33/monai-5604-hpo-test-cuda-oom/log.txt")
+    assert top.klass == "cuda-oom" and top.initiating_ranks == [1]
+    # the same for a device-side assert quoted by NCCL, torchrun's Root Cause naming rank 1
+    # (real paste: FlagOpen/FlagEmbedding#527)
+    d, top = _top_of(kb, "real-holdout33/flagembedding-527-roberta-position-assert/log.txt")
+    assert top.klass == "device-assert" and top.initiating_ranks == [1]

@@ -19,7 +19,7 @@ from .conftest import SCENARIOS
 LOCK = SCENARIOS / "expected.tsv"
 ROWS = read_lock(LOCK)
 CASES = find_scenarios([SCENARIOS])
-MAX_KNOWN_MISSES = 121  # raised only with a new held-out set: Dec 3 (set V, lab-fresh4), a tie flipped by the refit; Dec 4 (set W: 3 of 19, 1 fixed before); Dec 4 (set X: 3 of 28 left as misses, one older miss fixed by the refit); Dec 4 (set Y: 4 of 27 left as misses; the refit chose lambda 0.3 over 0.1 (cross-validated confident wrong 22 against 31 of 1201) and flipped six close inconclusive answers, one older miss fixed); Dec 4 (set Z: 2 of 27 left as misses); Dec 4 (set AA: 3 of 28 left as misses, one older miss fixed by the refit); Dec 4 (set AB: 4 of 20 left as misses)
+MAX_KNOWN_MISSES = 124  # raised only with a new held-out set: Dec 3 (set V, lab-fresh4), a tie flipped by the refit; Dec 4 (set W: 3 of 19, 1 fixed before); Dec 4 (set X: 3 of 28 left as misses, one older miss fixed by the refit); Dec 4 (set Y: 4 of 27 left as misses; the refit chose lambda 0.3 over 0.1 (cross-validated confident wrong 22 against 31 of 1201) and flipped six close inconclusive answers, one older miss fixed); Dec 4 (set Z: 2 of 27 left as misses); Dec 4 (set AA: 3 of 28 left as misses, one older miss fixed by the refit); Dec 4 (set AB: 4 of 20 left as misses); Dec 4 (sets AB+AC refit: set AC 4 of 23 left as misses, two older misses fixed (a launcher record of a rank's own death now proposes that rank), one older near tie flipped)
 
 
 def test_every_scenario_is_in_the_lock():

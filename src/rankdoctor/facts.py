@@ -78,6 +78,10 @@ FACTS: dict[str, str] = {
     # EnforceNotMet, c10::Error, NCCL and CUDA errors raised outside Python
     "cpp-terminate": r"terminate called (?:after throwing an instance of '(?P<value>[^']+)'|recursively|without an active exception)",
     "cpp-what": r"^\s*what\(\):\s+(?P<value>\S.*)",
+    # a fatal signal that ended the process: faulthandler's report ("Fatal Python error:
+    # Floating point exception", Python's faulthandler.c names SIGSEGV, SIGFPE, SIGABRT, SIGBUS,
+    # SIGILL so) and a shell's note of a child killed by one ("Aborted (core dumped)")
+    "fatal-signal": r"^(?:Fatal Python error: (?P<value>Segmentation fault|Floating point exception|Aborted|Bus error|Illegal instruction)\s*$|(?:Segmentation fault|Floating point exception|Aborted|Bus error|Illegal instruction) \(core dumped\)\s*$)",
     # a frame of c10's C++ backtrace (c10/util/Backtrace.cpp: "frame #3: c10d::PrefixStore::get(...)
     # + 0x32 (0x7f49b752bb42 in .../libtorch_cpu.so)"), printed under the error's message and
     # "Exception raised from ... (most recent call first):"
@@ -107,7 +111,7 @@ FACTS: dict[str, str] = {
 # The facts that are an error report's own line (a Python exception, a logged uncaught one, a C++
 # abort and its what()): the scanner keeps the lines above them, and a traceback or a backtrace
 # near one is that error's, not one cut off before its message.
-ERROR_FACTS = frozenset({"py-exception", "py-uncaught", "cpp-terminate", "cpp-what"})
+ERROR_FACTS = frozenset({"py-exception", "py-uncaught", "cpp-terminate", "cpp-what", "fatal-signal"})
 
 # What the byte scanner looks for instead of a fact's own regex, where that is much cheaper
 # and finds every line the regex matches. "[0]:" alone on a line: with its `$` the pattern

@@ -19,7 +19,7 @@ from ..kb.loader import KnowledgeBase
 from ..kb.model import Entry
 from .attribution import FATAL, TRACE, WARNED
 from .ranktable import (
-    FR_HANG, FR_MISMATCH, RankTable, fingerprint_minority, fingerprints_ahead, fingerprints_differ, first_collective_hang,
+    End, FR_HANG, FR_MISMATCH, RankTable, fingerprint_minority, fingerprints_ahead, fingerprints_differ, first_collective_hang,
     first_collective_stated,
 )
 
@@ -88,6 +88,7 @@ def generate(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> list[H
         if e.entry and e.role in ("cause", "symptom", "context"):
             by_entry.setdefault(e.entry, []).append(e)
 
+    died = {r for r, rw in table.rows.items() if rw.end == End.own_death}
     # 1. every entry whose cause or symptom lines fired
     for entry_id, evs in by_entry.items():
         entry = kb.get(entry_id)
@@ -99,6 +100,11 @@ def generate(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> list[H
                 add(entry, (r,), Kind.own)
             if 2 <= len(ranks) <= MAX_SET and len(ranks) < len(table.expected):
                 add(entry, tuple(ranks), Kind.own)
+            # cause lines no rank could be given: they may be the output of a rank the launcher
+            # saw die by itself (a traceback printed without prefixes, then torchrun's record)
+            if not ranks and len(died) <= MAX_SET:
+                for r in sorted(died):
+                    add(entry, (r,), Kind.own)
             # a mismatch reported by most ranks: the few that did not report it are the odd ones
             if entry.class_ in MISMATCH_CLASSES:
                 quiet_side = table.expected - set(ranks)
@@ -111,6 +117,11 @@ def generate(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> list[H
                     add(entry, (pr,), Kind.own)
         elif any(e.role == "symptom" for e in evs):
             add(entry, (), Kind.symptom)
+            # the launcher's record of how a rank died (a bus error's exit code -7) is the
+            # symptom's line: that rank, if it died by itself, may be where it started
+            for r in sorted({e.rank for e in evs if e.role == "symptom" and "launcher" in e.captures
+                             and e.rank is not None and e.rank in died}):
+                add(entry, (r,), Kind.symptom)
 
     # 2. cross-rank findings and the entries that explain them
     sus = suspects(kb, table, events)
