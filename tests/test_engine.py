@@ -313,6 +313,9 @@ ANY = object()  # a reading whose class is checked, not its rank
 
 # real logs whose reading rests on one piece of general reasoning: (path, class, rank)
 READINGS = [
+    # rank 1's "unhandled cuda error" is a failure of its own CUDA call, not a wait for an
+    # unseen rank 0 (a symptom of an entry that is no wait: ranktable.WAIT_CLASSES)
+    pytest.param("real-holdout34/diffusion-pipe-154-5090-nccl-unhandled-cuda/log.txt", "nccl-cuda-version", 1, id="a_local_symptom_fails_its_rank_it_does_not_wait"),
     # "GPU 1 has a total capacity ..." with no rank prefix: launchers give worker i GPU i
     pytest.param("real-holdout9/llamafactory-5x3090-zero3-qwen2-logits-oom-gpu1/log.txt", "cuda-oom", 1, id="oom_naming_only_its_gpu_belongs_to_that_local_rank"),
     # every report at SeqNum=1, "last completed NCCL work: 0": no collective ever completed

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from ..flightrec.analyze import FRReport
 
 # exceptions raised by launchers about their workers, not by a worker about itself
+# classes whose symptom lines report waiting for, or losing, a peer
+WAIT_CLASSES = frozenset({"straggler-timeout", "peer-rank-crashed", "collective-desync", "nccl-network", "rendezvous-init"})
 LAUNCHER_EXCEPTIONS = re.compile(r"(?:ChildFailedError|SignalException|ProcessRaisedException|ProcessExitedException)$")
 # Flight Recorder findings: the ranks' collectives differ, or some ranks are behind
 FR_MISMATCH = frozenset({"type-mismatch", "size-mismatch", "dtype-mismatch", "extra-collective"})
@@ -255,7 +257,12 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
             rows[r] = RankRow(r)
         return rows[r]
 
-    symptom_lines = {e.where for e in events if e.role == "symptom"}
+    # a symptom line reports waiting for, or losing, a peer; one of an entry of another class (an
+    # NCCL "unhandled cuda error" whose Cuda failure line is elsewhere, a device mismatch seen
+    # through a collective) is a failure of the rank that printed it
+    local = {e.where for e in events if e.role == "symptom" and "launcher" not in e.captures
+             and e.entry and kb.get(e.entry).class_ not in WAIT_CLASSES}
+    symptom_lines = {e.where for e in events if e.role == "symptom"} - local
     numeric_entries = {e.id for e in kb if e.class_ == NUMERIC_CLASS}
     unranked: list[Event] = []
     unranked_accuses: dict[int, int] = {}
@@ -263,7 +270,7 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
     counted: dict[int, Event] = {}  # each rank's last line of work with a progress counter
     for ev in sorted(events, key=time_key):
         if ev.rank is None:
-            if _is_own_failure(ev, symptom_lines):
+            if _is_own_failure(ev, symptom_lines) or (ev.where in local and ev.role == "symptom"):
                 unranked.append(ev)
             elif is_cut_wait(ev):
                 unranked_waits.append(ev)
@@ -275,7 +282,9 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
         rw.local_rank = rw.local_rank if rw.local_rank is not None else ev.local_rank
         if _is_own_failure(ev, symptom_lines):
             rw.failures.append(ev)
-        if (ev.role == "symptom" and "launcher" not in ev.captures) or is_cut_wait(ev):
+        if ev.where in local:
+            rw.failures.append(ev)
+        elif (ev.role == "symptom" and "launcher" not in ev.captures) or is_cut_wait(ev):
             rw.waits.append(ev)
             rw.lost_peer = rw.lost_peer or reports_lost_peer(kb, ev)
             pr = ev.cap_int("peer_rank")
