@@ -807,3 +807,18 @@ def test_an_unranked_failure_goes_to_the_rank_the_launcher_saw_die_by_itself(kb)
     # (real paste: FlagOpen/FlagEmbedding#527)
     d, top = _top_of(kb, "real-holdout33/flagembedding-527-roberta-position-assert/log.txt")
     assert top.klass == "device-assert" and top.initiating_ranks == [1]
+
+
+def test_a_log_that_ends_on_an_error_line_is_not_healthy(kb):
+    # ColossalAI's CLI reports its torchrun failing, and the paste stops there (real paste:
+    # hpcaitech/ColossalAI#4318); no entry knows the message
+    d, top = _top_of(kb, "real-holdout25/colossalai-4318-cli-two-nodes-same-device/log.txt")
+    assert d.verdict != "no-failure-found"
+    assert any(e.signature == "end-error-line" for e in top.evidence)
+    # a warning that mentions an error, as the last line, is no end (real paste of a healthy
+    # run: a libibverbs warning on a host without InfiniBand)
+    d, _ = _top_of(kb, "real-holdout10/meshtransformer-reference-run-libibverbs-warn-noise/log.txt")
+    assert d.verdict == "no-failure-found"
+    text = b"step 10 loss 2.1\nstep 11 loss 2.0\nERROR: failed to upload the checkpoint to s3://bucket/ckpt\n"
+    assert diagnose(kb, scan_text(kb, text)).verdict != "no-failure-found"
+    assert diagnose(kb, scan_text(kb, text + b"step 12 loss 1.9\n")).verdict == "no-failure-found"

@@ -78,10 +78,12 @@ FACTS: dict[str, str] = {
     # EnforceNotMet, c10::Error, NCCL and CUDA errors raised outside Python
     "cpp-terminate": r"terminate called (?:after throwing an instance of '(?P<value>[^']+)'|recursively|without an active exception)",
     "cpp-what": r"^\s*what\(\):\s+(?P<value>\S.*)",
-    # a fatal signal that ended the process: faulthandler's report ("Fatal Python error:
-    # Floating point exception", Python's faulthandler.c names SIGSEGV, SIGFPE, SIGABRT, SIGBUS,
-    # SIGILL so) and a shell's note of a child killed by one ("Aborted (core dumped)")
-    "fatal-signal": r"^(?:Fatal Python error: (?P<value>Segmentation fault|Floating point exception|Aborted|Bus error|Illegal instruction)\s*$|(?:Segmentation fault|Floating point exception|Aborted|Bus error|Illegal instruction) \(core dumped\)\s*$)",
+    # a fatal signal that ended the process by a fault of its own: faulthandler's report ("Fatal
+    # Python error: Floating point exception", Python's faulthandler.c names SIGSEGV, SIGFPE,
+    # SIGBUS, SIGILL so) and a shell's note of a child killed by one ("Segmentation fault (core
+    # dumped)"). Not SIGABRT ("Aborted"): PyTorch's watchdog and heartbeat monitor take a hung
+    # or timed-out process down with it, so it tells how a process ended, not why
+    "fatal-signal": r"^(?:Fatal Python error: (?P<value>Segmentation fault|Floating point exception|Bus error|Illegal instruction)\s*$|(?:Segmentation fault|Floating point exception|Bus error|Illegal instruction) \(core dumped\)\s*$)",
     # a frame of c10's C++ backtrace (c10/util/Backtrace.cpp: "frame #3: c10d::PrefixStore::get(...)
     # + 0x32 (0x7f49b752bb42 in .../libtorch_cpu.so)"), printed under the error's message and
     # "Exception raised from ... (most recent call first):"

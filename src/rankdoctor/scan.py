@@ -70,6 +70,13 @@ ERRORISH = re.compile(
     r"^\s*(?:File \"|\^+$|\[?[EF]\d{4} |what\(\)|terminate called|Exception raised from|frame #)"
 )
 _EXCEPTION_LINE = re.compile(FACTS["py-exception"])
+# a message that reports an error that ended something: a level word or "Error:" at its start, a
+# failed/aborted/killed process, an exception's name; a warning that mentions an error is no end
+END_ERROR = re.compile(
+    r"^(?:\[?(?:ERROR|FATAL|CRITICAL)\]?[\s:]|(?i:error|fatal)\s*:)|"
+    r"\b(?:failed|Aborted|Killed|core dumped|Segmentation fault|[A-Z]\w*(?:Error|Exception))\b"
+)
+WARNISH = re.compile(r"(?i)\bwarn(?:ing)?\b|^\[?W\d{4} |^\[W ")
 _IN_MESSAGE_RANK = re.compile(r"\[(?:PG ID 0 PG GUID 0\(default_pg\) |PG 0 \(default_pg\) )?Rank (\d+)\]")
 
 
@@ -508,6 +515,17 @@ class Scanner:
             lines.pop()
         lines = lines[-TAIL_LINES:]
         first_no = total_lines - len(lines) + 1
+        # a source whose last line reports an error (not a warning) ended in a failure, whether
+        # or not any entry knows the message ("Error: failed to run torchrun ...")
+        for i in range(len(lines) - 1, -1, -1):
+            if lines[i].strip():
+                text = clean(lines[i])
+                a, at = parse_prefix(text, dialect)
+                message = text[at:].strip()
+                if END_ERROR.search(message) and not WARNISH.search(message):
+                    a = a.merged_over(base)
+                    result.tails.append(Fact("end-error", name, first_no + i, text[:MAX_TEXT], a.rank, a.local_rank, a.host, a.time, a.ts, {}))
+                break
         last: dict[tuple, Fact] = {}
         work: dict[tuple, list[_TailLine]] = {}  # each rank's lines outside tracebacks, in order
         in_traceback: set[tuple] = set()

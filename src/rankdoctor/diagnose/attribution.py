@@ -253,7 +253,14 @@ def _fact_events(scan: ScanResult) -> list[Event]:
             out.append(Event("", _FACT_SIGNATURES[f.fact], role, f.source, f.line, f.text, f.rank, f.local_rank, f.host,
                              None, None, f.time, f.ts, dict(f.captures), list(f.context), f.folded))
     out += _cut_tracebacks(scan)
+    # lines an entry or another fact already reads
+    taken = {(e.source, e.line) for e in scan.events} | {(e.source, e.line) for e in out}
     for f in scan.tails:
+        if f.fact == "end-error":  # a source's last line is an error no entry or fact read
+            if (f.source, f.line) not in taken:
+                out.append(Event("", "end-error-line", FATAL, f.source, f.line, f.text, f.rank, f.local_rank, f.host,
+                                 None, None, f.time, f.ts, {}))
+            continue
         role = ACTIVITY if f.fact == "activity" else TAIL
         out.append(Event("", "last-line" if role == TAIL else "last-activity", role, f.source, f.line, f.text, f.rank,
                          f.local_rank, f.host, None, None, f.time, f.ts, {}))

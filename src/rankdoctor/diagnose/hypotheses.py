@@ -19,7 +19,7 @@ from ..kb.loader import KnowledgeBase
 from ..kb.model import Entry
 from .attribution import FATAL, TRACE, WARNED
 from .ranktable import (
-    WAIT_CLASSES, End, FR_HANG, FR_MISMATCH, RankTable, fingerprint_minority, fingerprints_ahead, fingerprints_differ, first_collective_hang,
+    REPORT_CLASSES, WAIT_CLASSES, End, FR_HANG, FR_MISMATCH, RankTable, fingerprint_minority, fingerprints_ahead, fingerprints_differ, first_collective_hang,
     first_collective_stated,
 )
 
@@ -117,13 +117,16 @@ def generate(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> list[H
                     add(entry, (pr,), Kind.own)
         elif any(e.role == "symptom" for e in evs):
             add(entry, (), Kind.symptom)
-            # the launcher's record of how a rank died (a bus error's exit code -7) is the
-            # symptom's line: that rank, if it died by itself, may be where it started
-            for r in sorted({e.rank for e in evs if e.role == "symptom" and "launcher" in e.captures
-                             and e.rank is not None and e.rank in died}):
-                add(entry, (r,), Kind.symptom)
-            # a symptom that is no wait (ranktable.WAIT_CLASSES) failed the rank that printed it
+            # the launcher's record of how a rank died of a cause other than a wait (a bus
+            # error's exit code -7) names that rank, if it died by itself (a SIGABRT exit of a
+            # watchdog's entry says only how a wait ended) ...
             if entry.class_ not in WAIT_CLASSES:
+                for r in sorted({e.rank for e in evs if e.role == "symptom" and "launcher" in e.captures
+                                 and e.rank is not None and e.rank in died}):
+                    add(entry, (r,), Kind.symptom)
+            # ... and a symptom that reports neither a wait nor a kill (ranktable.REPORT_CLASSES)
+            # failed the rank that printed it
+            if entry.class_ not in REPORT_CLASSES:
                 local = sorted({e.rank for e in evs if e.role == "symptom" and "launcher" not in e.captures and e.rank is not None})
                 for r in local if len(local) <= MAX_SET else ():
                     add(entry, (r,), Kind.symptom)
@@ -152,7 +155,7 @@ def generate(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> list[H
     # 3. failures no entry names: the generic entry for the failing rank, and the entries
     # whose subsystem the exception's traceback passes through
     named_lines = {e.where for e in events if e.entry and (e.role == "cause" or (
-        e.role == "symptom" and kb.get(e.entry).class_ not in WAIT_CLASSES))}
+        e.role == "symptom" and kb.get(e.entry).class_ not in REPORT_CLASSES))}
     generic = {f.value: e for e in kb for f in e.fallback_for}
     unnamed = [(rw.rank, ev) for rw in table.rows.values() for ev in rw.failures]
     unnamed += [(None, ev) for ev in table.unranked_failures]

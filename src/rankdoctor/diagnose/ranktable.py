@@ -28,8 +28,14 @@ if TYPE_CHECKING:
     from ..flightrec.analyze import FRReport
 
 # exceptions raised by launchers about their workers, not by a worker about itself
+# lines that say only how a process ended (a fatal signal, a last line that reports an error):
+# after the process reported waiting for a peer they are how the wait ended
+ENDING_SIGNATURES = frozenset({"fatal-signal", "end-error-line"})
 # classes whose symptom lines report waiting for, or losing, a peer
 WAIT_CLASSES = frozenset({"straggler-timeout", "peer-rank-crashed", "collective-desync", "nccl-network", "rendezvous-init"})
+# ... and those whose symptom lines report a process killed from outside it (by a launcher
+# tearing the job down, srun, the kernel's OOM killer): neither kind is a failure of the printer
+REPORT_CLASSES = WAIT_CLASSES | {"host-oom"}
 LAUNCHER_EXCEPTIONS = re.compile(r"(?:ChildFailedError|SignalException|ProcessRaisedException|ProcessExitedException)$")
 # Flight Recorder findings: the ranks' collectives differ, or some ranks are behind
 FR_MISMATCH = frozenset({"type-mismatch", "size-mismatch", "dtype-mismatch", "extra-collective"})
@@ -257,18 +263,26 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
             rows[r] = RankRow(r)
         return rows[r]
 
-    # a symptom line reports waiting for, or losing, a peer; one of an entry of another class (an
+    # a symptom line reports waiting for, or losing, a peer, or a kill; one of an entry of another class (an
     # NCCL "unhandled cuda error" whose Cuda failure line is elsewhere, a device mismatch seen
     # through a collective) is a failure of the rank that printed it
     local = {e.where for e in events if e.role == "symptom" and "launcher" not in e.captures
-             and e.entry and kb.get(e.entry).class_ not in WAIT_CLASSES}
+             and e.entry and kb.get(e.entry).class_ not in REPORT_CLASSES}
     symptom_lines = {e.where for e in events if e.role == "symptom"} - local
     numeric_entries = {e.id for e in kb if e.class_ == NUMERIC_CLASS}
     unranked: list[Event] = []
     unranked_accuses: dict[int, int] = {}
     unranked_waits: list[Event] = []
     counted: dict[int, Event] = {}  # each rank's last line of work with a progress counter
+    waited_in: dict[str, int] = {}  # each source's first line that reports a wait
+    for ev in events:
+        if ev.role == "symptom" and "launcher" not in ev.captures and ev.where not in local:
+            waited_in[ev.source] = min(waited_in.get(ev.source, ev.line), ev.line)
     for ev in sorted(events, key=time_key):
+        if ev.signature in ENDING_SIGNATURES and (
+                (ev.rank is not None and ev.rank in rows and rows[ev.rank].waits)
+                or ev.line > waited_in.get(ev.source, ev.line)):
+            continue  # how a wait ended (the watchdog's abort), not a failure of its own
         if ev.rank is None:
             if _is_own_failure(ev, symptom_lines) or (ev.where in local and ev.role == "symptom"):
                 unranked.append(ev)

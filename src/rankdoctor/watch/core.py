@@ -508,7 +508,9 @@ class Watcher:
                 continue
             tmp = ScanResult()
             Scanner._note_tail(src.cur.tail, src.stats.lines, src.name, src.base, src.cur.dialect, tmp)
-            src.tails, src.tails_stale, changed = tmp.tails, False, True
+            # a live source's last line is only its latest so far: watch does not read an error
+            # line there as how the source ended (diagnose of the finished logs does)
+            src.tails, src.tails_stale, changed = [f for f in tmp.tails if f.fact != "end-error"], False, True
             self.result.ranks_seen |= tmp.ranks_seen
         if changed:
             self.result.tails = [f for s in self._sources.values() for f in s.tails]
