@@ -313,6 +313,10 @@ ANY = object()  # a reading whose class is checked, not its rank
 
 # real logs whose reading rests on one piece of general reasoning: (path, class, rank)
 READINGS = [
+    # a traceback cut in contextlib while entering `with training_args.main_process_first(...)`:
+    # the program's last call is the barrier, only library frames follow, so the rank waited
+    # while rank 0 tokenized (its progress bar is the line above)
+    pytest.param("real-holdout36/llamafactory-360-tokenize-barrier-timeout/log.txt", "straggler-timeout", 0, id="a_traceback_cut_in_library_frames_below_a_barrier_call_waits"),
     # rank 1's "unhandled cuda error" is a failure of its own CUDA call, not a wait for an
     # unseen rank 0 (a symptom of an entry that is no wait: ranktable.WAIT_CLASSES)
     pytest.param("real-holdout34/diffusion-pipe-154-5090-nccl-unhandled-cuda/log.txt", "nccl-cuda-version", 1, id="a_local_symptom_fails_its_rank_it_does_not_wait"),

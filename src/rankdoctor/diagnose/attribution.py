@@ -280,23 +280,47 @@ def _cut_tracebacks(scan: ScanResult) -> list[Event]:
         if f.fact in ERROR_FACTS:
             ends.setdefault((f.source, f.rank, f.local_rank), []).append(f.line)
     last: dict[tuple, object] = {}
-    frames: dict[tuple, list[str]] = {}
+    frames: dict[tuple, list] = {}
     for f in sorted((f for f in scan.facts if f.fact == "py-frame"), key=lambda f: f.line):
         key = (f.source, f.rank, f.local_rank, f.host)
         last[key] = f
-        frames.setdefault(key, []).append(f.text)
+        frames.setdefault(key, []).append(f)
     calls = {(f.source, f.line) for f in scan.facts if f.fact == "py-collective-call"}
     out = []
     for (source, rank, local_rank, host), f in last.items():
         if any(0 < line - f.line <= _CUT_AFTER for line in ends.get((source, rank, local_rank), ())):
             continue
         captures = {"value": "(a traceback cut off before its exception line)", "cut": "1"}
-        m = FRAME.search(f.text)
-        if (source, f.line + 1) in calls or (m and m["func"] in _WAIT_CALLS and DIST_PATH.search(m["path"])):
+        if _cut_in_wait(frames[(source, rank, local_rank, host)], calls):
             captures["waiting"] = "1"  # it stopped in a barrier or a collective: waiting for peers
         out.append(Event("", "python-exception", TRACE, f.source, f.line, f.text, f.rank, f.local_rank, f.host,
-                         None, None, f.time, f.ts, captures, frames[(source, rank, local_rank, host)][-_FRAMES_KEPT:]))
+                         None, None, f.time, f.ts, captures, [x.text for x in frames[(source, rank, local_rank, host)][-_FRAMES_KEPT:]]))
     return out + _bare_cpp_backtraces(scan, ends)
+
+
+# a frame of library code (an installed package or the standard library), not the program's own
+_LIBRARY_FRAME = re.compile(r"[/\\](?:site-packages|dist-packages|lib[/\\]python\d[\d.]*)[/\\]")
+_TRACE_GAP = 4  # lines between two frames of one traceback (a code line, carets)
+
+
+def _cut_in_wait(frames: list, calls: set[tuple[str, int]]) -> bool:
+    """A traceback cut off where it waits for its peers: its last frame is a barrier or a
+    collective of torch.distributed / Accelerate / DeepSpeed, or the last frame of the program's
+    own code calls one (the code line below it) and only library frames follow (entering
+    `with training_args.main_process_first():` goes through contextlib before the barrier)."""
+    f = frames[-1]
+    m = FRAME.search(f.text)
+    if (f.source, f.line + 1) in calls or (m and m["func"] in _WAIT_CALLS and DIST_PATH.search(m["path"])):
+        return True
+    for i in range(len(frames) - 2, max(-1, len(frames) - 6), -1):
+        if frames[i + 1].line - frames[i].line > _TRACE_GAP:
+            return False  # another traceback's frame
+        m = FRAME.search(frames[i + 1].text)
+        if not m or not _LIBRARY_FRAME.search(m["path"]):
+            return False  # the program's own code below: it did not stop in the call
+        if (frames[i].source, frames[i].line + 1) in calls:
+            return True
+    return False
 
 
 # frames of the threads and calls that wait for peers: the NCCL watchdog and heartbeat monitor, a
