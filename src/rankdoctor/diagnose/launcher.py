@@ -1,6 +1,7 @@
 """Launcher summaries: torchrun's ChildFailedError block and the agent's exit lines, the
 DeepSpeed launcher's "exits with return code" line, Composer's crash and exit lines, TGI's
-"Shard process was signaled to shutdown with signal N rank=R", and srun's task records ("task 5: Exited with exit code 1", "tasks 0,2,6: Killed").
+"Shard process was signaled to shutdown with signal N rank=R", and srun's task records
+("task 5: Exited with exit code 1", "tasks 0,2,6: Killed").
 
 The block says which worker exited with which code. Its "Root Cause (first observed
 failure)" is only the first exit the agent saw — in a hang that is a waiting rank the

@@ -27,7 +27,6 @@ from .traceback import user_call_site
 if TYPE_CHECKING:
     from ..flightrec.analyze import FRReport
 
-# exceptions raised by launchers about their workers, not by a worker about itself
 # lines that say only how a process ended (a fatal signal, a last line that reports an error):
 # after the process reported waiting for a peer they are how the wait ended
 ENDING_SIGNATURES = frozenset({"fatal-signal", "end-error-line"})
@@ -36,6 +35,7 @@ WAIT_CLASSES = frozenset({"straggler-timeout", "peer-rank-crashed", "collective-
 # ... and those whose symptom lines report a process killed from outside it (by a launcher
 # tearing the job down, srun, the kernel's OOM killer): neither kind is a failure of the printer
 REPORT_CLASSES = WAIT_CLASSES | {"host-oom"}
+# exceptions raised by launchers about their workers, not by a worker about itself
 LAUNCHER_EXCEPTIONS = re.compile(r"(?:ChildFailedError|SignalException|ProcessRaisedException|ProcessExitedException)$")
 # Flight Recorder findings: the ranks' collectives differ, or some ranks are behind
 FR_MISMATCH = frozenset({"type-mismatch", "size-mismatch", "dtype-mismatch", "extra-collective"})
@@ -296,7 +296,7 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
         rw.local_rank = rw.local_rank if rw.local_rank is not None else ev.local_rank
         if _is_own_failure(ev, symptom_lines):
             rw.failures.append(ev)
-        if ev.where in local:
+        if ev.role == "symptom" and ev.where in local:
             rw.failures.append(ev)
         elif (ev.role == "symptom" and "launcher" not in ev.captures) or is_cut_wait(ev):
             rw.waits.append(ev)
