@@ -358,6 +358,14 @@ READINGS = [
     pytest.param("real-holdout28/glm-60-cpu-offload-host-oom/log.txt", "host-oom", ANY, id="deepspeed_return_code_line_cut_at_its_head"),
     # ... and its return code -7: a bus error
     pytest.param("real-holdout28/gpt-neox-940-sigbus-rc7/log.txt", "shm-insufficient", ANY, id="deepspeed_return_code_minus_7_is_a_bus_error"),
+    # mp.spawn's ProcessExitedException is the launcher's record of how process 3 died (a segfault)
+    pytest.param("real-holdout38/fairseq-3354-fsdp-sigsegv/log.txt", "peer-rank-crashed", 3, id="spawn_process_exited_with_a_signal_is_a_launcher_record"),
+    # ... and a SIGABRT one still marks a failed run (the abort may be its own or a watchdog's)
+    pytest.param("real-holdout40/icefall-1764-rank1-sigabrt/log.txt", "peer-rank-crashed", 1, id="spawn_process_aborted_is_not_healthy"),
+    # torch_npu's "[ERROR] <time> (PID:p, Device:d, RankID:r)" header gives the CANN error below it its rank
+    pytest.param("real-holdout40/llamafactory-5322-npu-zero3-el0004-oom/log.txt", "cuda-oom", 2, id="ascend_error_header_names_the_rank"),
+    # a log with py-spy output pasted in it is still read as a log (the kernel's hung-task report)
+    pytest.param("real-holdout40/m4-logs-tr141-rank0-gpfs-hang/log.txt", "straggler-timeout", ANY, id="a_log_with_a_pasted_pyspy_dump_is_still_a_log"),
     # the OOM message cut before the unit of "Tried to allocate 214.00"
     pytest.param("real-holdout28/finetrainers-25-rank0-vae-oom/log.txt", "cuda-oom", 0, id="oom_line_cut_before_its_unit"),
     # "comm ... rank 3 ... cudaDev 3" and "rank 6 ... cudaDev 6" on a host: its device 2 is rank 2
@@ -826,3 +834,15 @@ def test_a_log_that_ends_on_an_error_line_is_not_healthy(kb):
     text = b"step 10 loss 2.1\nstep 11 loss 2.0\nERROR: failed to upload the checkpoint to s3://bucket/ckpt\n"
     assert diagnose(kb, scan_text(kb, text)).verdict != "no-failure-found"
     assert diagnose(kb, scan_text(kb, text + b"step 12 loss 1.9\n")).verdict == "no-failure-found"
+
+
+def test_spawn_process_exited_records(kb):
+    # torch/multiprocessing/spawn.py's ProcessExitedException: "process N terminated with
+    # signal SIGX" / "... with exit code K", the first process join() saw fail
+    from rankdoctor.diagnose.launcher import read_launcher
+
+    text = (b"W0930 11:15:52.358000 1791209 torch/multiprocessing/spawn.py:160] Terminating process 1791247 via signal SIGTERM\n"
+            b"torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGABRT\n"
+            b"torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with exit code 3\n")
+    recs = read_launcher(scan_text(kb, text).facts).records
+    assert [(r.local_rank, r.exitcode, r.root_cause) for r in recs] == [(1, -6, True), (0, 3, True)]

@@ -42,6 +42,9 @@ from rankdoctor.scan import scan_sources, scan_text
         ("[rank: 3] Seed set to 42", 3, None, None, None),
         # Determined's worker stream wrapper, behind a log viewer's empty field (real: determined-ai/determined#5418)
         ("[] [rank=0] RuntimeError: CUDA out of memory. Tried to allocate 824.00 MiB (GPU 0; 7.93 GiB total capacity;", 0, None, None, None),
+        # torch_npu's error header on Ascend (real paste: hiyouga/LlamaFactory#5322); RankID -1 is no rank
+        ("[ERROR] 2024-08-28-16:15:00 (PID:15597, Device:2, RankID:2) ERR00100 PTA call acl api failed", 2, None, None, "2024-08-28T16:15:00"),
+        ("[ERROR] 2025-07-01-00:40:04 (PID:176930, Device:0, RankID:-1) ERR01100 OPS call acl api failed.", None, None, None, "2025-07-01T00:40:04"),
         # kubectl logs --prefix
         ("[pod/train-worker-1/pytorch] [rank9]: Traceback (most recent call last):", 9, None, "train-worker-1", None),
         # Ray actor prefix with ANSI colour (vLLM style)

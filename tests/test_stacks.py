@@ -189,3 +189,18 @@ def test_a_large_pyspy_json_dump_among_logs_is_found_and_a_large_bracketed_log_i
     dumps, pure = stacks_among(expand_inputs([str(tmp_path)]))
     assert [d.source for d in dumps] == [str(tmp_path / "pyspy_rank1.json")] and dumps[0].rank == 1
     assert pure == {str(tmp_path / "pyspy_rank1.json")}
+
+
+def test_pyspy_output_pasted_into_a_log_keeps_the_log_a_log(tmp_path):
+    # a real py-spy dump file is read as a dump and left out of the log scan; py-spy output
+    # pasted among other lines (ps, nvidia-smi, dmesg in an incident write-up) is a log too
+    from rankdoctor.ingest.sources import expand_inputs
+    from rankdoctor.ingest.stacks import stacks_among
+
+    (tmp_path / "pyspy_rank1.txt").write_text((PYSPY / "pyspy_rank1.txt").read_text())
+    dump = (PYSPY / "pyspy_rank1.txt").read_text()
+    other = "".join(f"ura81os   28006{i} 88.0  4.8 17510468232 25509144 ? Rl  00:36 218:03 python\n" for i in range(8))
+    (tmp_path / "incident.log").write_text(dump + other + "[Sat Mar  4 04:10:52 2023] INFO: task python:280058 blocked for more than 120 seconds.\n")
+    dumps, pure = stacks_among(expand_inputs([str(tmp_path)]))
+    assert {d.source for d in dumps} == {str(tmp_path / "pyspy_rank1.txt"), str(tmp_path / "incident.log")}
+    assert pure == {str(tmp_path / "pyspy_rank1.txt")}

@@ -51,6 +51,10 @@ FACTS: dict[str, str] = {
     # "-- Process N terminated with the following error:" and then process N's own traceback,
     # unprefixed
     "spawn-raised": r"-- Process (?P<local_rank>\d+) terminated with the following error:",
+    # ... and its ProcessExitedException for a process that died without raising: "process 3
+    # terminated with signal SIGSEGV", "process 0 terminated with exit code 1" (the first failed
+    # process join() found; it then terminates the others)
+    "lc-spawn-exited": r"\bprocess (?P<local_rank>\d+) terminated with (?:signal (?P<signal>SIG[A-Z0-9]+)|exit code (?P<exitcode>-?\d+))",
     # the launcher terminating the survivors: collateral, never a cause
     "tr-sigterm-sent": r"Sending process (?P<pid>\d+) closing signal (?P<signal>SIG[A-Z]+)",
     # ... and escalating to SIGKILL when a worker ignores SIGTERM: its exit -9 is the launcher's doing

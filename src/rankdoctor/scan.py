@@ -28,6 +28,7 @@ from .ingest.names import attribution_from_name
 from .ingest.prefix import Attribution, Dialect, clean, parse_prefix, progress_of, sniff_dialect, subject_rank
 from .ingest.sources import CHUNK, Source, iter_chunks, iter_file_chunks, looks_binary
 from .kb import cache
+from .trajectory import numeric_jump
 
 if TYPE_CHECKING:
     from .kb.loader import KnowledgeBase
@@ -368,7 +369,8 @@ Row = tuple[str, str, str, str, bool, bytes]
 
 def pattern_table(kb: "KnowledgeBase") -> list[Row]:
     """Every signature of the knowledge base as the scanner needs it (plain data: cached)."""
-    return [(e.id, s.id, s.role.value, s.regex, s.ignore_case, to_hs(s.regex)) for e in kb for s in e.signatures]
+    return [(e.id, s.id, s.role.value, s.regex, s.ignore_case, to_hs(s.regex)) for e in kb for s in e.signatures
+            if s.computed is None]  # a computed signature is read from a run's numbers (trajectory.py), not line by line
 
 
 def scanner_for(directory: Path | None, load_kb: Callable[[], "KnowledgeBase"]) -> "Scanner":
@@ -526,6 +528,14 @@ class Scanner:
                     a = a.merged_over(base)
                     result.tails.append(Fact("end-error", name, first_no + i, text[:MAX_TEXT], a.rank, a.local_rank, a.host, a.time, a.ts, {}))
                 break
+        # a jump of the loss or a collapse of the loss scale in the numbers the run reports
+        jump = numeric_jump(lines)
+        if jump is not None:
+            text = clean(lines[jump.index])
+            a, _ = parse_prefix(text, dialect)
+            a = a.merged_over(base)
+            result.tails.append(Fact("numeric-jump", name, first_no + jump.index, text[:MAX_TEXT], a.rank, a.local_rank,
+                                     a.host, a.time, a.ts, {"signature": jump.detector, "value": jump.detail}))
         last: dict[tuple, Fact] = {}
         work: dict[tuple, list[_TailLine]] = {}  # each rank's lines outside tracebacks, in order
         in_traceback: set[tuple] = set()

@@ -52,7 +52,7 @@ class Attributed:
 
 def attribute(kb: KnowledgeBase, scan: ScanResult) -> Attributed:
     summary = read_launcher(scan.facts)
-    events = _unknown_warnings(kb, _escalate_repeats(kb, _dedupe(scan.events))) + _fact_events(scan)
+    events = _unknown_warnings(kb, _escalate_repeats(kb, _dedupe(scan.events))) + _fact_events(kb, scan)
     events = _inside_launcher_records(events, summary)
     events = _spawn_blocks(events, scan)
     events = _one_rank_sources(_device_owners(_stream_below([_stream_owner(e) for e in events])), scan)
@@ -244,8 +244,9 @@ def _escalate_repeats(kb: KnowledgeBase, events: list[Event]) -> list[Event]:
     return out
 
 
-def _fact_events(scan: ScanResult) -> list[Event]:
-    """Python exceptions, C++ aborts and each rank's last lines, as events."""
+def _fact_events(kb: KnowledgeBase, scan: ScanResult) -> list[Event]:
+    """Python exceptions, C++ aborts, each rank's last lines and the jumps in a run's numbers
+    that an entry reads (its computed signatures), as events."""
     out = []
     for f in scan.facts:
         role = _FACT_ROLES.get(f.fact)
@@ -255,7 +256,13 @@ def _fact_events(scan: ScanResult) -> list[Event]:
     out += _cut_tracebacks(scan)
     # lines an entry or another fact already reads
     taken = {(e.source, e.line) for e in scan.events} | {(e.source, e.line) for e in out}
+    computed = {s.computed: (e.id, s.id) for e in kb for s in e.signatures if s.computed}
     for f in scan.tails:
+        if f.fact == "numeric-jump":  # a loss jump or loss-scale collapse (trajectory.py), an entry's computed signature
+            if (owner := computed.get(f.captures.get("signature"))) is not None:
+                out.append(Event(owner[0], owner[1], "cause", f.source, f.line, f.text, f.rank, f.local_rank, f.host,
+                                 None, None, f.time, f.ts, {"value": f.captures.get("value", "")}))
+            continue
         if f.fact == "end-error":  # a source's last line is an error no entry or fact read
             if (f.source, f.line) not in taken:
                 out.append(Event("", "end-error-line", FATAL, f.source, f.line, f.text, f.rank, f.local_rank, f.host,

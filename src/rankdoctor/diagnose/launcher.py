@@ -1,7 +1,8 @@
 """Launcher summaries: torchrun's ChildFailedError block and the agent's exit lines, the
 DeepSpeed launcher's "exits with return code" line, Composer's crash and exit lines, TGI's
-"Shard process was signaled to shutdown with signal N rank=R", and srun's task records
-("task 5: Exited with exit code 1", "tasks 0,2,6: Killed").
+"Shard process was signaled to shutdown with signal N rank=R", srun's task records
+("task 5: Exited with exit code 1", "tasks 0,2,6: Killed") and torch.multiprocessing.spawn's
+"process 3 terminated with signal SIGSEGV".
 
 The block says which worker exited with which code. Its "Root Cause (first observed
 failure)" is only the first exit the agent saw — in a hang that is a waiting rank the
@@ -128,6 +129,15 @@ def read_launcher(facts: list[Fact]) -> LauncherSummary:
                                    exitcode=code, time=f.time, block=False,
                                    killed_by_launcher=after_first and code in (-9, -15), srun=True)
                     )
+            elif f.fact == "lc-spawn-exited":
+                # torch.multiprocessing.spawn: the first process join() saw fail; a signal by name
+                code = _i(f.captures.get("exitcode"))
+                if code is None:
+                    code = _signal_code(f.captures.get("signal"))
+                summary.records.append(
+                    ExitRecord(source, f.line, f.line, local_rank=_i(f.captures.get("local_rank")), host=f.host,
+                               exitcode=code, time=f.time, root_cause=True, block=False)
+                )
             elif f.fact == "lc-tgi-signal":
                 sig = _i(f.captures.get("signal_num"))
                 summary.records.append(
@@ -178,6 +188,14 @@ def task_ids(text: str, most: int = 65536) -> list[int]:
             break
         out.extend(range(a, b + 1))
     return out
+
+
+def _signal_code(name: str | None) -> int | None:
+    """A signal's name as the negative exit code a launcher reports for it (SIGSEGV: -11)."""
+    try:
+        return -int(signal.Signals[name]) if name else None
+    except KeyError:
+        return None
 
 
 def _i(v: str | None) -> int | None:

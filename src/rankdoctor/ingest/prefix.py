@@ -5,7 +5,8 @@ so they are peeled one at a time from the start of the line. Formats are the one
 real logs (../shared/LOGFORMATS.md): a ``grep`` file-name prefix, torchrun ``[rankN]:`` (global) and ``[defaultN]:``
 (local), ``srun -l`` ``N: ``, Open MPI ``[1,N]<stderr>:``, Lightning ``[rank: N]``,
 pdsh/DeepSpeed host prefixes, kubectl ``--prefix``, Ray actor prefixes, glog and ISO
-timestamps, NCCL's ``host:pid:tid [dev]``, dmesg.
+timestamps, NCCL's ``host:pid:tid [dev]``, torch_npu's ``[ERROR] <time> (PID:p, Device:d, RankID:r)``,
+dmesg.
 """
 
 from __future__ import annotations
@@ -68,6 +69,13 @@ _P_LIGHTNING = re.compile(r"\[rank: (?P<rank>\d+)\] ?")
 # log viewer's empty bracket pair before it ("[] [rank=0] ...", a field with no value) says nothing
 _P_RANK_EQ = re.compile(r"\[rank=(?P<rank>\d+)\] ?")
 _P_EMPTY = re.compile(r"\[\] ")
+# torch_npu's (Ascend) error header: "[ERROR] 2024-08-28-16:15:00 (PID:15597, Device:2, RankID:2) ERR00100
+# PTA call acl api failed" (RankID is the RANK of the process, -1 before it is known); the CANN
+# error code lines under it ("EL0004: ... Failed to allocate memory.") are that rank's
+_P_NPU_ERR = re.compile(
+    r"\[(?:ERROR|WARNING|INFO)\] (?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})-(?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2}) "
+    r"\(PID:(?P<pid>\d+), Device:(?P<device>-?\d+), RankID:(?P<rank>-?\d+)\) "
+)
 _P_RAY = re.compile(
     r"\((?P<actor>[A-Za-z_][\w.:-]*)(?: rank=(?P<rank>\d+))? pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:-]+))?\) "
 )
@@ -159,6 +167,13 @@ def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, 
             a.rank = int(m["rank"])
         elif bracket and (m := _P_EMPTY.match(text, pos)):
             pass
+        elif bracket and (m := _P_NPU_ERR.match(text, pos)):
+            a.time, a.ts = _iso(int(m["y"]), int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]))
+            a.pid = int(m["pid"])
+            if int(m["rank"]) >= 0:
+                a.rank = int(m["rank"])
+            if int(m["device"]) >= 0:
+                a.device = int(m["device"])
         elif bracket and (m := _P_KUBECTL.match(text, pos)):
             a.host = m["host"]
         elif (bracket or c.isdecimal()) and (m := _P_ISO.match(text, pos)):  # (\d is isdecimal)

@@ -181,7 +181,8 @@ def _pyspy_like(head: str) -> bool:
 def stacks_among(sources) -> tuple[list[StackDump], set[str]]:
     """Stack dumps among log inputs (``ingest.sources.Source``), and the names of those that
     are nothing but a dump (py-spy output: left out of the log scan). A faulthandler dump
-    inside a stderr log is read and the log is still scanned. Only the head of a large log
+    inside a stderr log, or py-spy output pasted among other lines, is read and the log is
+    still scanned. Only the head of a large log
     is read here (py-spy output starts with "Process N:" or a JSON list); faulthandler dumps
     are looked for in logs of up to 1 MB, so big logs are not read twice."""
     dumps: list[StackDump] = []
@@ -203,9 +204,23 @@ def stacks_among(sources) -> tuple[list[StackDump], set[str]]:
         named = attribution_from_name(src.name)
         dump.rank = named.rank if named.rank is not None else named.local_rank
         dumps.append(dump)
-        if dump.fmt != "faulthandler":
+        if dump.fmt != "faulthandler" and _only_dump(text):
             pure.add(src.name)
     return dumps, pure
+
+
+_PYSPY_OTHER = re.compile(r"^(?:Python v\d|\s*(?:Arguments|Locals):\s*$|\s{4,}\S+: )")
+
+
+def _only_dump(text: str) -> bool:
+    """The text is a py-spy dump and little else (JSON, or text whose lines are nearly all the
+    dump's own), not a log with a dump pasted into it: such a log is still scanned as a log."""
+    if text.lstrip().startswith("["):
+        return True
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    foreign = sum(1 for ln in lines if not (_PYSPY_PROCESS.match(ln) or _PYSPY_THREAD.match(ln)
+                                            or _PYSPY_FRAME.match(ln) or _PYSPY_OTHER.match(ln)))
+    return foreign <= max(2, len(lines) // 10)
 
 
 def read_stack_dumps(paths: list[Path]) -> tuple[list[StackDump], list[str]]:

@@ -26,13 +26,21 @@ class ExampleProblem:
 
 
 def fired_roles(kb: KnowledgeBase, line: str, scanner=None) -> dict[str, set[str]]:
-    """The entries whose signatures fire on ``line`` read alone, each with the roles that fired."""
+    """The entries whose signatures fire on ``line`` read alone (several lines, for an entry
+    read from a run's numbers), each with the roles that fired."""
     from ..scan import Scanner, scan_text
 
     scanner = scanner or Scanner(kb)
     out: dict[str, set[str]] = {}
-    for e in scan_text(kb, line + "\n", scanner=scanner).events:
+    result = scan_text(kb, line + "\n", scanner=scanner)
+    for e in result.events:
         out.setdefault(e.entry, set()).add(e.role)
+    # a computed signature fires where the scan found the jump it reads (trajectory.py)
+    computed = {s.computed: (e.id, s.role.value) for e in kb for s in e.signatures if s.computed}
+    for f in result.tails:
+        if f.fact == "numeric-jump" and f.captures.get("signature") in computed:
+            entry, role = computed[f.captures["signature"]]
+            out.setdefault(entry, set()).add(role)
     return out
 
 

@@ -107,6 +107,14 @@ class Signature(_Strict):
             "next rank is the sender when its own traceback stops in all_reduce"
         ),
     )
+    computed: Literal["loss-jump", "loss-scale-collapse"] | None = Field(
+        default=None,
+        description=(
+            "the engine finds where this signature holds by reading a run's numbers across lines "
+            "(trajectory.py: a loss jump, a loss-scale collapse) instead of matching the regex line by "
+            "line; the regex is the shape of the line it reads, and the examples are excerpts of several lines"
+        ),
+    )
     names_culprit: bool = Field(
         default=False,
         description=(
@@ -165,9 +173,7 @@ class Example(_Strict):
 
     @field_validator("text")
     @classmethod
-    def _one_line(cls, v: str) -> str:
-        if "\n" in v.rstrip("\n"):
-            raise ValueError("an example is one log line")
+    def _no_trailing_newline(cls, v: str) -> str:
         return v.rstrip("\n")
 
 
@@ -264,6 +270,12 @@ class Entry(_Strict):
             raise ValueError(f"duplicate signature ids: {sorted(dupes)}")
         if self.id in self.related:
             raise ValueError("an entry cannot be related to itself")
+        # an example is one log line, except for an entry read from a run's numbers across
+        # lines (a computed signature): its examples are excerpts of several lines
+        if not any(s.computed for s in self.signatures):
+            for ex in (*self.examples.match, *self.examples.no_match):
+                if "\n" in ex.text:
+                    raise ValueError("an example is one log line")
         return self
 
     def signature(self, sig_id: str) -> Signature:

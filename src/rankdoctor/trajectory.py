@@ -1,0 +1,74 @@
+"""Numbers a run prints as it trains, read at the end of each log: a jump of the loss, a
+collapse of the fp16 loss scale.
+
+A diverging run does not always print NaN. Large pretraining runs report their loss every
+few iterations; the loss of a big batch moves smoothly, so a jump of the reported loss to
+well above the previous report, or the dynamic loss scale falling by a large factor within
+a few reports (the optimizer skipping step after step on overflowing gradients), is what a
+divergence looks like before (or instead of) a NaN. Only readings past the first iterations
+count: at the start the loss falls fast and the loss scale calibrates itself downwards from
+its initial value, which is healthy.
+
+The readings are Megatron-style iteration lines ("iteration 29050/ 311541 | ... | lm loss:
+7.343709E+00 | loss scale: 8192.0 | ..."), printed by Megatron-LM, Megatron-DeepSpeed and
+their forks. The loss of small-batch fine-tuning (a trainer's per-step loss) jumps around
+too much to read this way, so it is not read. The entries whose signatures say
+``computed: loss-jump`` / ``computed: loss-scale-collapse`` carry what a jump means and what
+to do; this module only finds where one happened.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+ITERATION = re.compile(r"\biteration\s+(\d+)\s*/\s*\d+\s*\|")
+LM_LOSS = re.compile(r"\blm loss: ([\d.]+(?:[eE][+-]?\d+)?)")
+LOSS_SCALE = re.compile(r"\bloss scale: ([\d.]+(?:[eE][+-]?\d+)?)")
+
+AFTER_ITERATION = 1000  # readings before this iteration are the start of training
+LOSS_JUMP = 1.7  # a loss this many times the previous report's
+SCALE_DROP = 8.0  # a loss scale this many times below the highest of the last reports ...
+SCALE_WINDOW = 5  # ... of this many
+
+DETECTORS = ("loss-jump", "loss-scale-collapse")
+
+
+@dataclass(frozen=True)
+class Jump:
+    index: int  # of the line in the lines given
+    detector: str  # one of DETECTORS
+    detail: str  # what jumped, from what to what, at which iteration
+
+
+def _number(rx: re.Pattern[str], text: str) -> float | None:
+    m = rx.search(text)
+    if m is None:
+        return None
+    try:
+        return float(m.group(1))
+    except ValueError:
+        return None
+
+
+def numeric_jump(lines: list[str]) -> Jump | None:
+    """The first loss jump or loss-scale collapse among ``lines`` (in file order), or None."""
+    readings: list[tuple[int, int, float | None, float | None]] = []  # (index, iteration, loss, scale)
+    for i, text in enumerate(lines):
+        if "iteration" not in text:
+            continue
+        m = ITERATION.search(text)
+        if m is None:
+            continue
+        readings.append((i, int(m.group(1)), _number(LM_LOSS, text), _number(LOSS_SCALE, text)))
+    for k in range(1, len(readings)):
+        i, step, loss, scale = readings[k]
+        if step < AFTER_ITERATION:
+            continue
+        before = readings[k - 1][2]
+        if loss is not None and before and loss >= LOSS_JUMP * before:
+            return Jump(i, "loss-jump", f"lm loss {before:g} -> {loss:g} at iteration {step}")
+        scales = [r[3] for r in readings[max(0, k - SCALE_WINDOW):k] if r[3]]
+        if scale and scales and max(scales) >= SCALE_DROP * scale:
+            return Jump(i, "loss-scale-collapse", f"loss scale {max(scales):g} -> {scale:g} at iteration {step}")
+    return None

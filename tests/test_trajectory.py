@@ -1,0 +1,50 @@
+"""A run's numbers read across lines (trajectory.py): a loss jump, a loss-scale collapse."""
+
+from __future__ import annotations
+
+import typing
+
+from rankdoctor.kb.model import Signature
+from rankdoctor.trajectory import DETECTORS, numeric_jump
+
+from .conftest import SCENARIOS
+
+
+def _it(step: int, loss: float, scale: float) -> str:
+    # the shape of a Megatron iteration line (real ones: tests/scenarios/real-holdout37/bigscience-*)
+    return (f" iteration {step:8d}/  159576 | consumed samples: {step * 96:12d} | learning rate: 6.000E-05 | "
+            f"global batch size:    96 | lm loss: {loss:E} | loss scale: {scale} | grad norm: 1.0 |")
+
+
+def test_every_detector_is_a_computed_signature_kind():
+    literal = next(a for a in typing.get_args(Signature.model_fields["computed"].annotation) if a is not type(None))
+    assert set(typing.get_args(literal)) == set(DETECTORS)
+
+
+def test_a_loss_jump_past_the_start_of_training():
+    lines = [_it(7000, 6.44, 2048.0), " validation loss at iteration 7000 | lm loss value: 7.174200E+00 |", _it(7010, 11.42, 2048.0)]
+    j = numeric_jump(lines)
+    assert j is not None and j.detector == "loss-jump" and j.index == 2 and "iteration 7010" in j.detail
+
+
+def test_the_start_of_training_and_a_falling_loss_are_not_jumps():
+    # the loss scale calibrating itself down and the loss moving fast in the first iterations
+    start = [_it(10, 11.0, 4294967296.0), _it(20, 10.9, 65536.0), _it(30, 19.0, 32768.0)]
+    assert numeric_jump(start) is None
+    assert numeric_jump([_it(7010, 11.42, 2048.0), _it(7220, 7.16, 2048.0)]) is None
+    assert numeric_jump([_it(5000, 2.5, 65536.0)]) is None
+
+
+def test_a_loss_scale_collapse_within_a_few_reports():
+    scales = [1048576.0, 1048576.0, 524288.0, 262144.0, 131072.0]
+    lines = [_it(17060 + i, 4.4, s) for i, s in enumerate(scales)]
+    j = numeric_jump(lines)
+    assert j is not None and j.detector == "loss-scale-collapse" and j.index == 4
+
+
+def test_real_divergences_are_read(kb):
+    import rankdoctor
+
+    for rel in ("real-holdout37/bigscience-tr8-104b-exp1-lossjump-nan", "real-holdout40/bigscience-tr1-13b-loss-spike-loss-scale"):
+        d = rankdoctor.diagnose([str(SCENARIOS / rel / "log.txt")])
+        assert d.diagnoses and d.diagnoses[0].klass == "nan-divergence", rel
