@@ -48,3 +48,12 @@ def test_real_divergences_are_read(kb):
     for rel in ("real-holdout37/bigscience-tr8-104b-exp1-lossjump-nan", "real-holdout40/bigscience-tr1-13b-loss-spike-loss-scale"):
         d = rankdoctor.diagnose([str(SCENARIOS / rel / "log.txt")])
         assert d.diagnoses and d.diagnoses[0].klass == "nan-divergence", rel
+
+
+def test_the_report_says_what_jumped():
+    import rankdoctor
+
+    d = rankdoctor.diagnose([str(SCENARIOS / "real-holdout40/bigscience-tr1-13b-loss-spike-loss-scale/log.txt")])
+    top = d.to_json()["diagnoses"][0]
+    assert top["entry"] == "loss-spike-divergence"
+    assert "lm loss 2.76813 -> 7.34371 at iteration 29050" in top["root_cause"]

@@ -151,6 +151,14 @@ def _quote(ev: Event) -> str:
     return msg if len(msg) <= 240 else msg[:240] + " …"
 
 
+def _reading(entry, ev: Event) -> str:
+    """What a computed signature read across lines (trajectory.py: "lm loss 2.77 -> 7.34 at
+    iteration 29050"), as a sentence; nothing for a line matched by itself."""
+    sig = next((s for s in entry.signatures if s.id == ev.signature), None)
+    detail = ev.captures.get("value") if sig is not None and sig.computed else None
+    return f" Read from the run's reported numbers: {detail}." if detail else ""
+
+
 def _who(ranks: tuple[int, ...], table) -> str:
     if not ranks:
         return "a rank"
@@ -180,14 +188,14 @@ def _root_cause(a: "Answer", w: "Weighing", collateral: list[int]) -> str:
         own = next((e for e in w.att.events if e.entry == h.entry.id and e.rank == ranks[0] and e.role == "cause"), None)
         shown = own if own is not None and f.get("claim_entry_first") else first
         verb = "failed first" if f.get("claim_first") or f.get("claim_sole_failure") else "failed"
-        parts.append(f"{Who} {verb}: “{_quote(shown)}”.")
+        parts.append(f"{Who} {verb}: “{_quote(shown)}”.{_reading(h.entry, shown)}")
         site = _call_site(first, w.att.events, ranks[0])
         if site:
             parts.append(f"It was raised at {site}.")
     elif h.kind in (Kind.own, Kind.generic):
         cause = next((e for e in w.att.events if e.entry == h.entry.id and e.role == "cause"), None)
         if cause is not None:
-            parts.append(f"{'The failure' if not ranks else Who}: “{_quote(cause)}”.")
+            parts.append(f"{'The failure' if not ranks else Who}: “{_quote(cause)}”.{_reading(h.entry, cause)}")
     elif h.kind == Kind.desync and ranks and set(ranks) <= table.p2p_cycle:
         from ..ingest.stacks import describe_waits
 
