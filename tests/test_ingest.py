@@ -45,6 +45,8 @@ from rankdoctor.scan import scan_sources, scan_text
         # torch_npu's error header on Ascend (real paste: hiyouga/LlamaFactory#5322); RankID -1 is no rank
         ("[ERROR] 2024-08-28-16:15:00 (PID:15597, Device:2, RankID:2) ERR00100 PTA call acl api failed", 2, None, None, "2024-08-28T16:15:00"),
         ("[ERROR] 2025-07-01-00:40:04 (PID:176930, Device:0, RankID:-1) ERR01100 OPS call acl api failed.", None, None, None, "2025-07-01T00:40:04"),
+        # Ray's prefix for an actor whose repr names itself in parentheses (real paste: alibaba/ROLL#193)
+        ("(ActorWorker(actor_train-1) pid=18175, ip=33.199.184.82)   File \"/checkpoint/roll/decorator.py\", line 295, in inner", None, None, "33.199.184.82", None),
         # kubectl logs --prefix
         ("[pod/train-worker-1/pytorch] [rank9]: Traceback (most recent call last):", 9, None, "train-worker-1", None),
         # Ray actor prefix with ANSI colour (vLLM style)

@@ -61,7 +61,8 @@ FACTS: dict[str, str] = {
     "tr-forced-kill": r"Unable to shutdown process (?P<pid>\d+) via \S+, forcefully exiting via \S+",
     # the last line of a Python traceback: which exception ended a rank
     "py-exception": r"^(?P<value>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit))(?::\s|\s*$)",
-    "py-traceback": r"^Traceback \(most recent call last\):",
+    # (a logger may put its bracketed fields before it: "[decorator.py (306)] [ERROR] [PID 18175] Traceback ...")
+    "py-traceback": r"^(?:\[[^\]\n]{0,80}\] ?){0,6}Traceback \(most recent call last\):",
     # an exception a program's excepthook logged before its traceback (OLMo's olmo/util.py:
     # log.critical("Uncaught %s: %s", exctype.__name__, value, exc_info=...)), in a log line
     # whose prefix (host:rank, logger:line, level) the prefix parser does not strip

@@ -76,8 +76,10 @@ _P_NPU_ERR = re.compile(
     r"\[(?:ERROR|WARNING|INFO)\] (?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})-(?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2}) "
     r"\(PID:(?P<pid>\d+), Device:(?P<device>-?\d+), RankID:(?P<rank>-?\d+)\) "
 )
+# Ray's worker prefix: "(RayWorkerWrapper pid=123, ip=10.0.0.5) ", an actor whose repr has its own
+# name in parentheses ("(ActorWorker(actor_train-1) pid=18175, ip=...) "), a bare task's "(pid=4242) "
 _P_RAY = re.compile(
-    r"\((?P<actor>[A-Za-z_][\w.:-]*)(?: rank=(?P<rank>\d+))? pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:-]+))?\) "
+    r"\((?:(?P<actor>[A-Za-z_][\w.:-]*(?:\([\w.:-]*\))?)(?: rank=(?P<rank>\d+))? )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:-]+))?\) "
 )
 _P_GLOG = re.compile(
     r"\[?(?P<lvl>[IWEFVD])(?P<mo>\d{1,2}?)(?P<d>\d{2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:\.(?P<f>\d+))?"
@@ -196,7 +198,8 @@ def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, 
                 a.rank = int(m["rank"])
             if m["ip"]:
                 a.host = a.host or m["ip"]
-            a.extra["actor"] = m["actor"]
+            if m["actor"]:
+                a.extra["actor"] = m["actor"]
         elif bracket and (m := _P_DMESG_T.match(text, pos)):
             mon = _MONTHS.get(m["mon"], 1)
             a.time, a.ts = _iso(int(m["y"]), mon, int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]))
