@@ -182,9 +182,9 @@ def stacks_among(sources) -> tuple[list[StackDump], set[str]]:
     """Stack dumps among log inputs (``ingest.sources.Source``), and the names of those that
     are nothing but a dump (py-spy output: left out of the log scan). A faulthandler dump
     inside a stderr log, or py-spy output pasted among other lines, is read and the log is
-    still scanned. Only the head of a large log
-    is read here (py-spy output starts with "Process N:" or a JSON list); faulthandler dumps
-    are looked for in logs of up to 1 MB, so big logs are not read twice."""
+    still scanned. Only the head of a large log is read here (py-spy output starts with
+    "Process N:" or a JSON list); faulthandler dumps are looked for in logs of up to 1 MB, so
+    big logs are not read twice."""
     dumps: list[StackDump] = []
     pure: set[str] = set()
 
