@@ -256,11 +256,11 @@ def _fact_events(kb: KnowledgeBase, scan: ScanResult) -> list[Event]:
     out += _cut_tracebacks(scan)
     # lines an entry or another fact already reads
     taken = {(e.source, e.line) for e in scan.events} | {(e.source, e.line) for e in out}
-    computed = {s.computed: (e.id, s.id) for e in kb for s in e.signatures if s.computed}
     for f in scan.tails:
         if f.fact == "numeric-jump":  # a loss jump or loss-scale collapse (trajectory.py), an entry's computed signature
-            if (owner := computed.get(f.captures.get("signature"))) is not None:
-                out.append(Event(owner[0], owner[1], "cause", f.source, f.line, f.text, f.rank, f.local_rank, f.host,
+            if (owner := kb.computed(f.captures.get("signature"))) is not None:
+                entry, sig = owner
+                out.append(Event(entry.id, sig.id, sig.role.value, f.source, f.line, f.text, f.rank, f.local_rank, f.host,
                                  None, None, f.time, f.ts, {"value": f.captures.get("value", "")}))
             continue
         if f.fact == "end-error":  # a source's last line is an error no entry or fact read

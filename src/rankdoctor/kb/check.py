@@ -36,11 +36,10 @@ def fired_roles(kb: KnowledgeBase, line: str, scanner=None) -> dict[str, set[str
     for e in result.events:
         out.setdefault(e.entry, set()).add(e.role)
     # a computed signature fires where the scan found the jump it reads (trajectory.py)
-    computed = {s.computed: (e.id, s.role.value) for e in kb for s in e.signatures if s.computed}
     for f in result.tails:
-        if f.fact == "numeric-jump" and f.captures.get("signature") in computed:
-            entry, role = computed[f.captures["signature"]]
-            out.setdefault(entry, set()).add(role)
+        if f.fact == "numeric-jump" and (owner := kb.computed(f.captures.get("signature"))) is not None:
+            entry, sig = owner
+            out.setdefault(entry.id, set()).add(sig.role.value)
     return out
 
 

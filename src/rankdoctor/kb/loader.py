@@ -34,6 +34,8 @@ class KnowledgeBase:
     def __post_init__(self) -> None:
         by_id = {e.id: e for e in self.entries}
         object.__setattr__(self, "_by_id", by_id)
+        computed = {s.computed: (e, s) for e in self.entries for s in e.signatures if s.computed}
+        object.__setattr__(self, "_computed", computed)
 
     def get(self, entry_id: str) -> Entry:
         return self._by_id[entry_id]  # type: ignore[attr-defined]
@@ -45,6 +47,11 @@ class KnowledgeBase:
             return entry.signature(signature_id) if entry is not None else None
         except KeyError:
             return None
+
+    def computed(self, detector: str | None) -> "tuple[Entry, Signature] | None":
+        """The entry and signature that read ``detector`` (a kind of jump trajectory.py finds in a
+        run's numbers; a signature's ``computed``), None when no entry reads it."""
+        return self._computed.get(detector)  # type: ignore[attr-defined]
 
     def __contains__(self, entry_id: str) -> bool:
         return entry_id in self._by_id  # type: ignore[attr-defined]
