@@ -108,6 +108,11 @@ FACTS: dict[str, str] = {
     # and ProcessGroupNCCL's abort reason at destruction ("Process Group destroyed on rank 0")
     "self-rank-barrier": r"Rank (?P<rank>\d+): Completed store-based barrier for key:\S+ with (?P<world_size>\d+) nodes",
     "self-rank-pg-destroyed": r"Process Group destroyed on rank (?P<rank>\d+)",
+    # PyTorch Lightning's announcement before each process joins the process group
+    # (lightning/fabric/utilities/distributed.py: "Initializing distributed: GLOBAL_RANK: {},
+    # MEMBER: {}/{}"; older releases: "initializing ddp: GLOBAL_RANK: 1, MEMBER: 2/8"): the
+    # printing process's rank and the world size (two processes that announce one rank: claims.py)
+    "self-rank-announce": r"(?:Initializing distributed|initializing ddp)\b[^:\n]{0,20}: GLOBAL_RANK: (?P<rank>\d+), MEMBER: \d+/(?P<world_size>\d+)",
     # NCCL's ring / channel setup ("Ring 00 : 1[1] -> 2[2] via direct shared memory",
     # "Channel 00/0 : 7[3] -> 0[0] [receive] via NET/IB/0"): the printing process is the
     # sending side, or the receiving side of a "[receive]" line; with the device index of its

@@ -15,6 +15,7 @@ import bisect
 import re
 from dataclasses import dataclass, field, replace
 
+from ..claims import claimed_twice
 from ..events import Event, ScanResult
 from ..facts import ERROR_FACTS
 from ..ingest.prefix import parse_prefix
@@ -254,6 +255,12 @@ def _fact_events(kb: KnowledgeBase, scan: ScanResult) -> list[Event]:
             out.append(Event("", _FACT_SIGNATURES[f.fact], role, f.source, f.line, f.text, f.rank, f.local_rank, f.host,
                              None, None, f.time, f.ts, dict(f.captures), list(f.context), f.folded))
     out += _cut_tracebacks(scan)
+    if (owner := kb.computed("rank-claimed-twice")) is not None:  # two processes announced one rank (claims.py)
+        entry, sig = owner
+        for c in claimed_twice(scan.facts):
+            f = c.fact
+            out.append(Event(entry.id, sig.id, sig.role.value, f.source, f.line, f.text, None, None, f.host,
+                             None, None, f.time, f.ts, {"value": c.detail}))
     # lines an entry or another fact already reads
     taken = {(e.source, e.line) for e in scan.events} | {(e.source, e.line) for e in out}
     for f in scan.tails:
@@ -563,7 +570,7 @@ def _one_rank_sources(events: list[Event], scan: ScanResult) -> list[Event]:
     (one process's output): its unattributed lines are rank R's."""
     named: dict[str, set[int]] = {}
     for f in scan.facts:
-        if f.fact in ("nccl-nranks", "self-rank-barrier", "self-rank-pg-destroyed") and f.captures.get("rank", "").isdigit():
+        if f.fact in ("nccl-nranks", "self-rank-barrier", "self-rank-pg-destroyed", "self-rank-announce") and f.captures.get("rank", "").isdigit():
             if f.captures.get("world_size", "2").isdigit() and int(f.captures.get("world_size", "2")) > 1:
                 named.setdefault(f.source, set()).add(int(f.captures["rank"]))
     owner = {src: next(iter(rs)) for src, rs in named.items() if len(rs) == 1}

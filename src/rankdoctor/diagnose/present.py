@@ -153,10 +153,14 @@ def _quote(ev: Event) -> str:
 
 def _reading(entry, ev: Event) -> str:
     """What a computed signature read across lines (trajectory.py: "lm loss 2.77 -> 7.34 at
-    iteration 29050"), as a sentence; nothing for a line matched by itself."""
+    iteration 29050"; claims.py: "global rank 1 announced twice ..."), as a sentence; nothing
+    for a line matched by itself."""
     sig = next((s for s in entry.signatures if s.id == ev.signature), None)
     detail = ev.captures.get("value") if sig is not None and sig.computed else None
-    return f" Read from the run's reported numbers: {detail}." if detail else ""
+    if not detail:
+        return ""
+    read = "the ranks the processes announced" if sig.computed == "rank-claimed-twice" else "the run's reported numbers"
+    return f" Read from {read}: {detail}."
 
 
 def _who(ranks: tuple[int, ...], table) -> str:

@@ -28,6 +28,7 @@ class ExampleProblem:
 def fired_roles(kb: KnowledgeBase, line: str, scanner=None) -> dict[str, set[str]]:
     """The entries whose signatures fire on ``line`` read alone (several lines, for an entry
     read from a run's numbers), each with the roles that fired."""
+    from ..claims import claimed_twice
     from ..scan import Scanner, scan_text
 
     scanner = scanner or Scanner(kb)
@@ -40,6 +41,9 @@ def fired_roles(kb: KnowledgeBase, line: str, scanner=None) -> dict[str, set[str
         if f.fact == "numeric-jump" and (owner := kb.computed(f.captures.get("signature"))) is not None:
             entry, sig = owner
             out.setdefault(entry.id, set()).add(sig.role.value)
+    if (owner := kb.computed("rank-claimed-twice")) is not None and claimed_twice(result.facts):  # claims.py
+        entry, sig = owner
+        out.setdefault(entry.id, set()).add(sig.role.value)
     return out
 
 

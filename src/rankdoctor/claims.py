@@ -1,0 +1,72 @@
+"""Two processes that claim one rank.
+
+Launch a multi-node job with a scheduler script that does not match the framework's idea of
+the job (the same node rank on two nodes, more tasks per node than the framework expects)
+and every process still starts, computes a global rank from what it was given, and says so:
+PyTorch Lightning prints "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/8" in each
+process before it joins the process group. When two processes compute the same rank, some
+ranks of the world are never taken, the process group cannot form, and the job hangs in (or
+fails out of) its initialisation with no line that says why: the only evidence is the same
+rank announced twice while other ranks are never announced.
+
+``claimed_twice`` finds that in the announcements the scanner read (the ``self-rank-announce``
+fact): within one file (Slurm writes every task's output to one file), a rank announced a
+second time, close to the first (processes start together) and with no failure or launcher
+record in between (a restart announces every rank again after a failure), while fewer ranks
+than the announced world size appear. The entry whose signature says ``computed:
+rank-claimed-twice`` carries what that means and what to do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from .facts import ERROR_FACTS
+
+ANNOUNCE = "self-rank-announce"
+DETECTORS = ("rank-claimed-twice",)
+_NEAR = 16  # lines, besides 4 per rank of the world: how close a second claim follows the first
+
+
+@dataclass(frozen=True)
+class Claim:
+    fact: object  # the Fact of the second announcement
+    detail: str
+
+
+def _breaks(fact: str) -> bool:
+    return fact in ERROR_FACTS or fact.startswith(("tr-", "ds-", "lc-")) or fact == "spawn-raised"
+
+
+def claimed_twice(facts: Iterable) -> list[Claim]:
+    """One claim per file in which a rank was announced twice (see the module's doc)."""
+    by_source: dict[str, list] = {}
+    breaks: dict[str, list[int]] = {}
+    for f in facts:
+        if f.fact == ANNOUNCE:
+            by_source.setdefault(f.source, []).append(f)
+        elif _breaks(f.fact):
+            breaks.setdefault(f.source, []).append(f.line)
+    out = []
+    for source, anns in by_source.items():
+        anns.sort(key=lambda f: f.line)
+        try:
+            world = max(int(f.captures.get("world_size", "0")) for f in anns)
+            ranks = {int(f.captures["rank"]) for f in anns}
+        except (KeyError, ValueError):
+            continue
+        if world < 2 or len(ranks) >= world:
+            continue  # every rank announced: several runs or a restart, not a collision
+        stops = breaks.get(source, [])
+        first: dict[int, int] = {}
+        for f in anns:
+            r = int(f.captures["rank"])
+            at = first.get(r)
+            if at is not None and f.line - at <= 4 * world + _NEAR and not any(at < b < f.line for b in stops):
+                missing = world - len(ranks)
+                out.append(Claim(f, f"global rank {r} announced twice (lines {at} and {f.line}); "
+                                    f"{missing} of the {world} ranks never announced"))
+                break
+            first.setdefault(r, f.line)
+    return out
