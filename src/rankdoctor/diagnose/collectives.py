@@ -71,6 +71,14 @@ def collect_reports(events: list[Event]) -> dict[int, Report]:
             r.op = r.op or ev.captures.get("op")
             r.numel_in = r.numel_in if r.numel_in is not None else ev.cap_int("numel_in")
             r.last_enqueued = r.last_enqueued if r.last_enqueued is not None else ev.cap_int("last_enqueued")
+    # a rank whose own report of the same kind lost its fields (the watchdog line hard-wrapped
+    # after "timeout:", the SeqNum on a line of its own) still reports the timeout: it is
+    # waiting with the others, not the rank that never reports
+    kinds = {rep.event.entry for rep in reports.values()}
+    for ev in events:
+        if (ev.role == "symptom" and ev.rank is not None and "pg_rank" not in ev.captures and ev.entry in kinds
+                and ev.rank not in reports and "launcher" not in ev.captures):
+            reports[ev.rank] = Report(ev.rank, None, None, None, None, ev)
     return reports
 
 
@@ -117,7 +125,7 @@ def analyse(events: list[Event], expected_ranks: set[int] | None, present: set[i
         absent = sorted(shown - set(reporting))
         unseen = sorted(expected_ranks - shown)
         if absent:
-            first = reports[reporting[0]]
+            first = next((reports[r] for r in reporting if reports[r].seq is not None or reports[r].op), reports[reporting[0]])
             if first.seq is not None or first.op:
                 what = "at " + " ".join(
                     x for x in (f"SeqNum={first.seq}" if first.seq is not None else "", first.op or "",

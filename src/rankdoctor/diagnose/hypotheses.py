@@ -231,6 +231,12 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
     for rw in table.rows.values():
         accused |= rw.accuses
     dead |= accused
+    # a peer named by a line that reports waiting for it (an entry that explains a straggler
+    # and not a lost peer: "retrieving ncclUniqueId from [0] ... Socket Timeout") was late, as
+    # far as that line knows, not gone
+    late = late_accused(kb, events)
+    straggler |= late
+    group("straggler", late)
     for rw in table.rows.values():
         if rw.own_failure and not rw.failures:  # died (exit status) with no line of its own
             dead.add(rw.rank)
@@ -272,6 +278,21 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
             straggler |= never
             dead |= never
     return Suspects(desync, straggler, dead, set(table.p2p_cycle), groups)
+
+
+def late_accused(kb: KnowledgeBase, events: list[Event]) -> set[int]:
+    """The peers that waiting ranks' lines name as the one they wait for (not lost)."""
+    out: set[int] = set()
+    for e in events:
+        if e.role != "symptom" or not e.entry or "launcher" in e.captures:
+            continue
+        pr = e.cap_int("peer_rank")
+        if pr is None or pr == e.rank:
+            continue
+        explains = {x.value for x in kb.get(e.entry).explains}
+        if "straggler" in explains and "dead-peer" not in explains:
+            out.add(pr)
+    return out
 
 
 def main_process_busy(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> set[int]:

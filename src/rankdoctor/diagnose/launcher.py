@@ -152,7 +152,16 @@ def read_launcher(facts: list[Fact]) -> LauncherSummary:
                 pid = _i(f.captures.get("pid"))
                 if pid is not None:
                     summary.sigterm_pids.add(pid)
-            elif current is not None and f.line - current.line <= _BLOCK_SPAN:
+            elif f.fact in _RECORD_FIELDS and (
+                (current is not None and f.line - current.line <= _BLOCK_SPAN and not _field_set(current, f.fact))
+                or f.fact in ("tr-rank", "tr-exitcode")
+            ):
+                if current is None or f.line - current.line > _BLOCK_SPAN or _field_set(current, f.fact):
+                    # a record whose "[i]:" line is not in the paste (it starts at its
+                    # "rank : 0 (local_rank: 0)" or "exitcode : -11 (pid: 6421)" line), or a
+                    # second record without one: those two fields, distinctive enough, open it
+                    current = ExitRecord(source, f.line, f.line, root_cause=(section == "root"))
+                    summary.records.append(current)
                 current.last_line = f.line
                 if f.fact == "tr-rank":
                     current.rank = _i(f.captures.get("rank"))
@@ -173,6 +182,22 @@ def read_launcher(facts: list[Fact]) -> LauncherSummary:
     for r in summary.records:
         r.killed_by_launcher = r.killed_by_launcher or (r.pid is not None and r.pid in summary.forced_kill_pids)
     return summary
+
+
+_RECORD_FIELDS = ("tr-time", "tr-host", "tr-rank", "tr-exitcode", "tr-traceback")
+
+
+def _field_set(record: ExitRecord, fact: str) -> bool:
+    """Whether ``record`` already has the field that ``fact`` gives (then the line is the next record's)."""
+    if fact == "tr-rank":
+        return record.rank is not None or record.local_rank is not None
+    if fact == "tr-exitcode":
+        return record.exitcode is not None
+    if fact == "tr-host":
+        return record.host is not None
+    if fact == "tr-time":
+        return record.time is not None
+    return record.message is not None
 
 
 def task_ids(text: str, most: int = 65536) -> list[int]:

@@ -1,0 +1,59 @@
+"""Reading across the lines of a run: two processes that announce one rank (claims.py), a
+torchrun failure record pasted without its "[i]:" line (launcher.py), and a peer that
+waiting ranks name as the one they wait for (hypotheses.late_accused)."""
+
+from __future__ import annotations
+
+from rankdoctor.claims import claimed_twice
+from rankdoctor.diagnose.launcher import read_launcher
+from rankdoctor.scan import scan_text
+
+
+def _announce(ranks: list[int], world: int, old: bool = False) -> str:
+    # Lightning's wording (lightning/fabric/utilities/distributed.py); older releases: "initializing ddp"
+    head = "initializing ddp" if old else "Initializing distributed"
+    return "".join(f"{head}: GLOBAL_RANK: {r}, MEMBER: {r + 1}/{world}\n" for r in ranks)
+
+
+def _claims(kb, text: str):
+    return claimed_twice(scan_text(kb, text).facts)
+
+
+def test_two_nodes_with_one_node_rank_claim_every_rank_twice(kb):
+    found = _claims(kb, _announce([1, 1, 2, 2, 3, 3, 0, 0], 8, old=True))
+    assert len(found) == 1
+    assert "global rank 1 announced twice" in found[0].detail and "4 of the 8 ranks never announced" in found[0].detail
+
+
+def test_every_rank_once_or_one_node_of_two_is_no_claim(kb):
+    assert _claims(kb, _announce([0, 2, 1, 3], 4)) == []
+    assert _claims(kb, _announce([0, 1, 2, 3], 8)) == []  # one node's file of a two-node job
+
+
+def test_a_restart_announces_again_after_a_failure(kb):
+    text = _announce([0, 1], 4) + "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\nRuntimeError: boom\n" + _announce([0, 1], 4)
+    assert _claims(kb, text) == []
+
+
+def test_a_second_run_far_below_the_first_is_no_claim(kb):
+    text = _announce([0, 1], 4) + "".join(f"Epoch 0: {i}/500 loss=1.0\n" for i in range(200)) + _announce([0, 1], 4)
+    assert _claims(kb, text) == []
+
+
+def test_a_failure_record_without_its_index_line(kb):
+    # torchrun's ChildFailedError record, pasted from its "rank :" line on (real-holdout45/megatron-lm-1880)
+    text = ("  rank      : 0 (local_rank: 0)\n  exitcode  : -11 (pid: 6421)\n  error_file: <N/A>\n"
+            "  traceback : Signal 11 (SIGSEGV) received by PID 6421\n")
+    records = read_launcher(scan_text(kb, text).facts).records
+    assert [(r.rank, r.exitcode, r.pid) for r in records] == [(0, -11, 6421)]
+
+
+def test_two_records_without_index_lines_are_two_records(kb):
+    text = ("  rank      : 2 (local_rank: 2)\n  exitcode  : -9 (pid: 11)\n"
+            "  rank      : 3 (local_rank: 3)\n  exitcode  : 1 (pid: 12)\n")
+    records = read_launcher(scan_text(kb, text).facts).records
+    assert [(r.rank, r.exitcode) for r in records] == [(2, -9), (3, 1)]
+
+
+def test_a_config_line_named_host_opens_no_record(kb):
+    assert read_launcher(scan_text(kb, "  host      : localhost\n  time      : 2024-01-01_00:00:00\n").facts).records == []
