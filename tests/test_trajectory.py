@@ -58,3 +58,19 @@ def test_the_report_says_what_jumped():
     top = d.to_json()["diagnoses"][0]
     assert top["entry"] == "loss-spike-divergence"
     assert "lm loss 2.76813 -> 7.34371 at iteration 29050" in top["root_cause"]
+
+
+def _rec(loss: float, grad: str) -> str:
+    # the shape of transformers' Trainer log record (real ones: tests/scenarios/real-holdout32/ms-swift-2280-*)
+    return f"{{'loss': {loss}, 'grad_norm': {grad}, 'learning_rate': 1.9e-05, 'epoch': 0.42}}"
+
+
+def test_a_nonfinite_grad_norm_with_a_loss_jump_in_a_trainer_record():
+    j = numeric_jump([_rec(1.8013, "37.75"), _rec(663.5659, "nan")])
+    assert j is not None and j.detector == "nonfinite-grad-loss-jump" and j.index == 1 and "grad_norm nan" in j.detail
+
+
+def test_a_nonfinite_grad_norm_alone_is_an_fp16_skip():
+    assert numeric_jump([_rec(1.2034, "0.8812"), _rec(1.1871, "nan"), _rec(1.1902, "0.91")]) is None
+    assert numeric_jump([_rec(1.2034, "nan")]) is None  # no record before it to compare with
+    assert numeric_jump([_rec(1.2, "0.9"), _rec(2.5, "1.3")]) is None  # a jump with a finite norm: fine-tuning noise

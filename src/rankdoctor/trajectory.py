@@ -9,10 +9,14 @@ divergence looks like before (or instead of) a NaN. Only readings past the first
 count: at the start the loss falls fast and the loss scale calibrates itself downwards from
 its initial value, which is healthy.
 
+A trainer's per-step records (the dicts Hugging Face's Trainer and ms-swift print) are read for
+one thing only: a non-finite gradient norm in a record whose loss is well above the previous
+record's.
+
 The readings are Megatron-style iteration lines ("iteration 29050/ 311541 | ... | lm loss:
 7.343709E+00 | loss scale: 8192.0 | ..."), printed by Megatron-LM, Megatron-DeepSpeed and
 their forks. The loss of small-batch fine-tuning (a trainer's per-step loss) jumps around
-too much to read this way, so it is not read. The entries whose signatures say
+too much to read this way, so it is read only together with a non-finite gradient norm (above). The entries whose signatures say
 ``computed: loss-jump`` / ``computed: loss-scale-collapse`` carry what a jump means and what
 to do; this module only finds where one happened.
 """
@@ -26,12 +30,18 @@ ITERATION = re.compile(r"\biteration\s+(\d+)\s*/\s*\d+\s*\|")
 LM_LOSS = re.compile(r"\blm loss: ([\d.]+(?:[eE][+-]?\d+)?)")
 LOSS_SCALE = re.compile(r"\bloss scale: ([\d.]+(?:[eE][+-]?\d+)?)")
 
+# a trainer's per-step record (Hugging Face Trainer, ms-swift and others: a dict printed per
+# logging step, "{'loss': 663.56, 'grad_norm': nan, 'learning_rate': ...}", or as JSON)
+RECORD_LOSS = re.compile(r"""['"]loss['"]: ?([\d.]+(?:[eE][+-]?\d+)?)""")
+RECORD_NONFINITE_GRAD = re.compile(r"""['"]grad_norm['"]: ?['"]?(nan|NaN|-?inf|-?Infinity)\b""")
+GRAD_LOSS_JUMP = 1.5  # ... a non-finite gradient norm in a record whose loss is this many times the previous record's
+
 AFTER_ITERATION = 1000  # readings before this iteration are the start of training
 LOSS_JUMP = 1.7  # a loss this many times the previous report's
 SCALE_DROP = 8.0  # a loss scale this many times below the highest of the last reports ...
 SCALE_WINDOW = 5  # ... of this many
 
-DETECTORS = ("loss-jump", "loss-scale-collapse")
+DETECTORS = ("loss-jump", "loss-scale-collapse", "nonfinite-grad-loss-jump")
 
 
 @dataclass(frozen=True)
@@ -61,6 +71,7 @@ def numeric_jump(lines: list[str]) -> Jump | None:
         if m is None:
             continue
         readings.append((i, int(m.group(1)), _number(LM_LOSS, text), _number(LOSS_SCALE, text)))
+    jump = _record_jump(lines)
     for k in range(1, len(readings)):
         i, step, loss, scale = readings[k]
         if step < AFTER_ITERATION:
@@ -71,4 +82,22 @@ def numeric_jump(lines: list[str]) -> Jump | None:
         scales = [r[3] for r in readings[max(0, k - SCALE_WINDOW):k] if r[3]]
         if scale and scales and max(scales) >= SCALE_DROP * scale:
             return Jump(i, "loss-scale-collapse", f"loss scale {max(scales):g} -> {scale:g} at iteration {step}")
+    return jump
+
+
+def _record_jump(lines: list[str]) -> Jump | None:
+    """A trainer's per-step record with a non-finite gradient norm and a loss well above the
+    previous record's. A non-finite gradient norm alone is what an fp16 step that the loss
+    scaler skips prints; with the loss jumping in the same record the weights have gone bad."""
+    before: float | None = None
+    for i, text in enumerate(lines):
+        if "loss" not in text:
+            continue
+        loss = _number(RECORD_LOSS, text)
+        if loss is None:
+            continue
+        g = RECORD_NONFINITE_GRAD.search(text)
+        if g is not None and before and loss >= GRAD_LOSS_JUMP * before:
+            return Jump(i, "nonfinite-grad-loss-jump", f"loss {before:g} -> {loss:g} with grad_norm {g.group(1)}")
+        before = loss
     return None

@@ -107,11 +107,12 @@ class Signature(_Strict):
             "next rank is the sender when its own traceback stops in all_reduce"
         ),
     )
-    computed: Literal["loss-jump", "loss-scale-collapse", "rank-claimed-twice"] | None = Field(
+    computed: Literal["loss-jump", "loss-scale-collapse", "nonfinite-grad-loss-jump", "rank-claimed-twice"] | None = Field(
         default=None,
         description=(
             "the engine finds where this signature holds by reading across lines instead of matching the "
-            "regex line by line: a run's numbers (trajectory.py: a loss jump, a loss-scale collapse) or the "
+            "regex line by line: a run's numbers (trajectory.py: a loss jump, a loss-scale collapse, a non-finite "
+            "gradient norm with a loss jump) or the "
             "ranks the processes announce (claims.py: one rank announced twice while others never are); the "
             "regex is the shape of the line it reads, and the examples are excerpts of several lines"
         ),
