@@ -361,3 +361,17 @@ def test_torchelastic_error_files_alone_name_the_rank_that_raised(tmp_path):
     assert top.initiating_rank == 5
     assert any(e.rank == 5 and "JSONDecodeError" in e.text for e in top.evidence)
     assert (tmp_path / next(run.glob("*")).name / "attempt_0" / "5" / "error.json").read_bytes() == raw  # untouched
+
+
+def test_a_pytest_failure_report_is_read_behind_its_E_marks():
+    # pytest prints a failed test's exception and frames behind "E" and spaces
+    # (real-holdout48/pytorch-161153: a distributed test's Dynamo error)
+    lines = [">                   return node.target(*args, **kwargs)",
+             "E                   torch._dynamo.exc.TorchRuntimeError: Dynamo failed to run FX node with fake tensors",
+             "E                   ",
+             "E                   from user code:"]
+    d = sniff_dialect(lines)
+    assert d.pytest
+    a, at = parse_prefix(lines[1], d)
+    assert lines[1][at:].startswith("torch._dynamo.exc.TorchRuntimeError")
+    assert not sniff_dialect(["E1201 12:00:00.000 ProcessGroupNCCL.cpp:1] glog error line", "plain"]).pytest

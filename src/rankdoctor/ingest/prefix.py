@@ -96,6 +96,7 @@ _P_SRUN = re.compile(r" {0,4}(?P<rank>\d{1,5}) ?: ")
 _P_GREPFILE = re.compile(r"(?P<file>[\w.-]+(?:/[\w.-]+)*\.(?:log|txt|out|err))[:-](?=\S)")
 _P_PIPE = re.compile(r" *\| ")  # CI log viewers
 _P_QUOTE = re.compile(r" {0,3}>(?: |$)")  # a log pasted as a Markdown block quote ("> [rank3]: ...")
+_P_PYTEST = re.compile(r"E {3,}(?=\S)")  # pytest's failure report ("E       RuntimeError: ...")
 _P_SPACE = re.compile(r"[ \t]+")
 
 
@@ -107,6 +108,7 @@ class Dialect:
     hosts: frozenset[str] = frozenset()
     pipe: bool = False
     quote: bool = False
+    pytest: bool = False
 
 
 def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, int]:
@@ -128,6 +130,9 @@ def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, 
             pos = m.end()
             continue
         if dialect.quote and pos == 0 and (m := _P_QUOTE.match(text)):
+            pos = m.end()
+            continue
+        if dialect.pytest and pos == 0 and (m := _P_PYTEST.match(text)):
             pos = m.end()
             continue
         if dialect.hosts:
@@ -268,6 +273,8 @@ def sniff_dialect(sample_lines: list[str]) -> Dialect:
     srun = sum(1 for ln in lines if _SNIFF_SRUN.match(ln)) >= max(3, len(lines) // 2)
     pipe = sum(1 for ln in lines if _P_PIPE.match(ln)) >= max(3, len(lines) * 3 // 4)
     quote = sum(1 for ln in lines if _P_QUOTE.match(ln)) >= max(3, len(lines) * 3 // 4)
+    # pytest's report of a failed test: the exception and its frames behind "E" and spaces
+    pytest = sum(1 for ln in lines if _P_PYTEST.match(ln)) >= 2
     counts: dict[str, int] = {}
     for ln in lines:
         m = _SNIFF_HOST.match(ln)
@@ -282,8 +289,8 @@ def sniff_dialect(sample_lines: list[str]) -> Dialect:
         hosts = frozenset(counts)
     if quote:  # what the quote marker hides: the prefixes behind it
         inner = sniff_dialect([_P_QUOTE.sub("", ln, count=1) for ln in lines])
-        return Dialect(srun=inner.srun, hosts=inner.hosts, pipe=pipe or inner.pipe, quote=True)
-    return Dialect(srun=srun, hosts=hosts, pipe=pipe)
+        return Dialect(srun=inner.srun, hosts=inner.hosts, pipe=pipe or inner.pipe, quote=True, pytest=inner.pytest)
+    return Dialect(srun=srun, hosts=hosts, pipe=pipe, pytest=pytest)
 
 
 def clean(text: str) -> str:
