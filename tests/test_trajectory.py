@@ -74,3 +74,20 @@ def test_a_nonfinite_grad_norm_alone_is_an_fp16_skip():
     assert numeric_jump([_rec(1.2034, "0.8812"), _rec(1.1871, "nan"), _rec(1.1902, "0.91")]) is None
     assert numeric_jump([_rec(1.2034, "nan")]) is None  # no record before it to compare with
     assert numeric_jump([_rec(1.2, "0.9"), _rec(2.5, "1.3")]) is None  # a jump with a finite norm: fine-tuning noise
+
+
+def test_the_first_records_of_fp16_training_need_a_large_jump():
+    # at the start the loss scaler calibrates itself (overflow steps print a NaN gradient norm)
+    # and the loss is noisy: there only a jump of an order of magnitude counts
+    first = "{{'loss': {}, 'grad_norm': nan, 'learning_rate': 1e-06, 'epoch': 0.0}}"
+    assert numeric_jump([first.format(2.1), first.format(3.4)]) is None
+    assert numeric_jump([first.format(1.8013), first.format(663.5659)]) is not None
+    j = numeric_jump([_rec(1.8013, "37.75"), _rec(663.5659, "nan")])
+    assert j is not None and j.detector == "nonfinite-grad-loss-jump"
+    later = [_rec(1.4, "3.1")] * 4 + [_rec(2.23, "NaN")]
+    assert numeric_jump(later) is not None
+    # a record that says where training is: ms-swift's global_step, the Trainer's epoch
+    far = '{"loss": 2.23302879, "grad_norm": NaN, "epoch": 0.7497623, "global_step/max_steps": "8280/11043"}'
+    near = '{"loss": 3.4, "grad_norm": NaN, "epoch": 0.0, "global_step/max_steps": "4/11043"}'
+    assert numeric_jump(['{"loss": 1.394207, "grad_norm": 4.16, "global_step/max_steps": "8275/11043"}', far]) is not None
+    assert numeric_jump(['{"loss": 2.1, "grad_norm": NaN, "global_step/max_steps": "2/11043"}', near]) is None

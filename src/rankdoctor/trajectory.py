@@ -35,6 +35,12 @@ LOSS_SCALE = re.compile(r"\bloss scale: ([\d.]+(?:[eE][+-]?\d+)?)")
 RECORD_LOSS = re.compile(r"""['"]loss['"]: ?([\d.]+(?:[eE][+-]?\d+)?)""")
 RECORD_NONFINITE_GRAD = re.compile(r"""['"]grad_norm['"]: ?['"]?(nan|NaN|-?inf|-?Infinity)\b""")
 GRAD_LOSS_JUMP = 1.5  # ... a non-finite gradient norm in a record whose loss is this many times the previous record's
+START_STEPS = 20  # ... past the start of training, where fp16 loss scaling calibrates itself (overflow steps, a noisy loss)
+START_EPOCH = 0.01  # (the start by the record's epoch when it prints no step)
+START_RECORDS = 3  # (or, when it prints neither, the first records read)
+START_LOSS_JUMP = 10.0  # ... or, at the start, this many times
+RECORD_STEP = re.compile(r"""['"](?:global_step/max_steps|global_step|step)['"]: ?['"]?(\d+)""")
+RECORD_EPOCH = re.compile(r"""['"]epoch['"]: ?([\d.]+)""")
 
 AFTER_ITERATION = 1000  # readings before this iteration are the start of training
 LOSS_JUMP = 1.7  # a loss this many times the previous report's
@@ -90,6 +96,7 @@ def _record_jump(lines: list[str]) -> Jump | None:
     previous record's. A non-finite gradient norm alone is what an fp16 step that the loss
     scaler skips prints; with the loss jumping in the same record the weights have gone bad."""
     before: float | None = None
+    seen = 0  # records read so far
     for i, text in enumerate(lines):
         if "loss" not in text:
             continue
@@ -97,7 +104,15 @@ def _record_jump(lines: list[str]) -> Jump | None:
         if loss is None:
             continue
         g = RECORD_NONFINITE_GRAD.search(text)
-        if g is not None and before and loss >= GRAD_LOSS_JUMP * before:
+        step, epoch = _number(RECORD_STEP, text), _number(RECORD_EPOCH, text)
+        if step is not None:
+            start = step < START_STEPS
+        elif epoch is not None:
+            start = epoch < START_EPOCH
+        else:
+            start = seen < START_RECORDS
+        if g is not None and before and loss >= (START_LOSS_JUMP if start else GRAD_LOSS_JUMP) * before:
             return Jump(i, "nonfinite-grad-loss-jump", f"loss {before:g} -> {loss:g} with grad_norm {g.group(1)}")
         before = loss
+        seen += 1
     return None
