@@ -91,3 +91,11 @@ def test_the_first_records_of_fp16_training_need_a_large_jump():
     near = '{"loss": 3.4, "grad_norm": NaN, "epoch": 0.0, "global_step/max_steps": "4/11043"}'
     assert numeric_jump(['{"loss": 1.394207, "grad_norm": 4.16, "global_step/max_steps": "8275/11043"}', far]) is not None
     assert numeric_jump(['{"loss": 2.1, "grad_norm": NaN, "global_step/max_steps": "2/11043"}', near]) is None
+
+
+def test_a_spike_the_run_recovered_from_is_not_a_divergence():
+    # a large run's loss jumps and comes back within tens of iterations (BigScience tr11's first spike)
+    spike = [_it(31218, 2.345, 1.0), _it(31219, 5.098, 1.0), _it(31220, 3.49, 1.0), _it(31250, 2.2157, 1.0)]
+    assert numeric_jump(spike) is None
+    assert numeric_jump(spike[:3]) is not None  # still high at the last report: it may be diverging
+    assert numeric_jump([_rec(1.4, "3.1")] * 4 + [_rec(2.23, "nan"), _rec(1.41, "2.9")]) is None

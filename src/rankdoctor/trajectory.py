@@ -46,6 +46,7 @@ AFTER_ITERATION = 1000  # readings before this iteration are the start of traini
 LOSS_JUMP = 1.7  # a loss this many times the previous report's
 SCALE_DROP = 8.0  # a loss scale this many times below the highest of the last reports ...
 SCALE_WINDOW = 5  # ... of this many
+RECOVERED = 1.05  # a jump whose loss is back within this factor of the loss before it by the last report is a spike the run survived
 
 DETECTORS = ("loss-jump", "loss-scale-collapse", "nonfinite-grad-loss-jump")
 
@@ -83,7 +84,7 @@ def numeric_jump(lines: list[str]) -> Jump | None:
         if step < AFTER_ITERATION:
             continue
         before = readings[k - 1][2]
-        if loss is not None and before and loss >= LOSS_JUMP * before:
+        if loss is not None and before and loss >= LOSS_JUMP * before and not _recovered(before, [r[2] for r in readings[k + 1:]]):
             return Jump(i, "loss-jump", f"lm loss {before:g} -> {loss:g} at iteration {step}")
         scales = [r[3] for r in readings[max(0, k - SCALE_WINDOW):k] if r[3]]
         if scale and scales and max(scales) >= SCALE_DROP * scale:
@@ -91,18 +92,27 @@ def numeric_jump(lines: list[str]) -> Jump | None:
     return jump
 
 
+def _recovered(before: float, after: list[float | None]) -> bool:
+    """The loss reported last, after a jump, is back near the loss before it: a spike the run
+    survived (large runs see them and recover within tens of iterations), not a divergence."""
+    last = next((x for x in reversed(after) if x is not None), None)
+    return last is not None and last <= RECOVERED * before
+
+
 def _record_jump(lines: list[str]) -> Jump | None:
     """A trainer's per-step record with a non-finite gradient norm and a loss well above the
     previous record's. A non-finite gradient norm alone is what an fp16 step that the loss
     scaler skips prints; with the loss jumping in the same record the weights have gone bad."""
-    before: float | None = None
-    seen = 0  # records read so far
+    records: list[tuple[int, str, float]] = []
     for i, text in enumerate(lines):
         if "loss" not in text:
             continue
         loss = _number(RECORD_LOSS, text)
-        if loss is None:
-            continue
+        if loss is not None:
+            records.append((i, text, loss))
+    before: float | None = None
+    seen = 0  # records read so far
+    for k, (i, text, loss) in enumerate(records):
         g = RECORD_NONFINITE_GRAD.search(text)
         step, epoch = _number(RECORD_STEP, text), _number(RECORD_EPOCH, text)
         if step is not None:
@@ -111,7 +121,8 @@ def _record_jump(lines: list[str]) -> Jump | None:
             start = epoch < START_EPOCH
         else:
             start = seen < START_RECORDS
-        if g is not None and before and loss >= (START_LOSS_JUMP if start else GRAD_LOSS_JUMP) * before:
+        if (g is not None and before and loss >= (START_LOSS_JUMP if start else GRAD_LOSS_JUMP) * before
+                and not _recovered(before, [r[2] for r in records[k + 1:]])):
             return Jump(i, "nonfinite-grad-loss-jump", f"loss {before:g} -> {loss:g} with grad_norm {g.group(1)}")
         before = loss
         seen += 1
