@@ -78,7 +78,6 @@ def numeric_jump(lines: list[str]) -> Jump | None:
         if m is None:
             continue
         readings.append((i, int(m.group(1)), _number(LM_LOSS, text), _number(LOSS_SCALE, text)))
-    jump = _record_jump(lines)
     for k in range(1, len(readings)):
         i, step, loss, scale = readings[k]
         if step < AFTER_ITERATION:
@@ -89,7 +88,7 @@ def numeric_jump(lines: list[str]) -> Jump | None:
         scales = [r[3] for r in readings[max(0, k - SCALE_WINDOW):k] if r[3]]
         if scale and scales and max(scales) >= SCALE_DROP * scale:
             return Jump(i, "loss-scale-collapse", f"loss scale {max(scales):g} -> {scale:g} at iteration {step}")
-    return jump
+    return _record_jump(lines)
 
 
 def _recovered(before: float, after: list[float | None]) -> bool:
@@ -110,20 +109,19 @@ def _record_jump(lines: list[str]) -> Jump | None:
         loss = _number(RECORD_LOSS, text)
         if loss is not None:
             records.append((i, text, loss))
-    before: float | None = None
-    seen = 0  # records read so far
-    for k, (i, text, loss) in enumerate(records):
+    for k in range(1, len(records)):
+        i, text, loss = records[k]
+        before = records[k - 1][2]
         g = RECORD_NONFINITE_GRAD.search(text)
+        if g is None or not before:
+            continue
         step, epoch = _number(RECORD_STEP, text), _number(RECORD_EPOCH, text)
         if step is not None:
             start = step < START_STEPS
         elif epoch is not None:
             start = epoch < START_EPOCH
         else:
-            start = seen < START_RECORDS
-        if (g is not None and before and loss >= (START_LOSS_JUMP if start else GRAD_LOSS_JUMP) * before
-                and not _recovered(before, [r[2] for r in records[k + 1:]])):
+            start = k < START_RECORDS  # (k records were read before this one)
+        if loss >= (START_LOSS_JUMP if start else GRAD_LOSS_JUMP) * before and not _recovered(before, [r[2] for r in records[k + 1:]]):
             return Jump(i, "nonfinite-grad-loss-jump", f"loss {before:g} -> {loss:g} with grad_norm {g.group(1)}")
-        before = loss
-        seen += 1
     return None

@@ -255,20 +255,13 @@ def _fact_events(kb: KnowledgeBase, scan: ScanResult) -> list[Event]:
             out.append(Event("", _FACT_SIGNATURES[f.fact], role, f.source, f.line, f.text, f.rank, f.local_rank, f.host,
                              None, None, f.time, f.ts, dict(f.captures), list(f.context), f.folded))
     out += _cut_tracebacks(scan)
-    if (owner := kb.computed("rank-claimed-twice")) is not None:  # two processes announced one rank (claims.py)
-        entry, sig = owner
-        for c in claimed_twice(scan.facts):
-            f = c.fact
-            out.append(Event(entry.id, sig.id, sig.role.value, f.source, f.line, f.text, None, None, f.host,
-                             None, None, f.time, f.ts, {"value": c.detail}))
+    for entry, sig, f, detail, ranked in computed_readings(kb, scan):
+        out.append(Event(entry.id, sig.id, sig.role.value, f.source, f.line, f.text, f.rank if ranked else None,
+                         f.local_rank if ranked else None, f.host, None, None, f.time, f.ts, {"value": detail}))
     # lines an entry or another fact already reads
     taken = {(e.source, e.line) for e in scan.events} | {(e.source, e.line) for e in out}
     for f in scan.tails:
-        if f.fact == "numeric-jump":  # a loss jump or loss-scale collapse (trajectory.py), an entry's computed signature
-            if (owner := kb.computed(f.captures.get("signature"))) is not None:
-                entry, sig = owner
-                out.append(Event(entry.id, sig.id, sig.role.value, f.source, f.line, f.text, f.rank, f.local_rank, f.host,
-                                 None, None, f.time, f.ts, {"value": f.captures.get("value", "")}))
+        if f.fact == "numeric-jump":  # read above, as a computed signature's
             continue
         if f.fact == "end-error":  # a source's last line is an error no entry or fact read
             if (f.source, f.line) not in taken:
@@ -278,6 +271,20 @@ def _fact_events(kb: KnowledgeBase, scan: ScanResult) -> list[Event]:
         role = ACTIVITY if f.fact == "activity" else TAIL
         out.append(Event("", "last-line" if role == TAIL else "last-activity", role, f.source, f.line, f.text, f.rank,
                          f.local_rank, f.host, None, None, f.time, f.ts, {}))
+    return out
+
+
+def computed_readings(kb: KnowledgeBase, scan: ScanResult) -> list[tuple]:
+    """Where the entries' computed signatures hold in a scan, as (entry, signature, fact,
+    detail, ranked): the jumps trajectory.py found in a source's numbers (on that line's
+    rank), and the ranks claims.py found announced twice (on no rank: two processes printed
+    the line). Read by the engine and by the knowledge base's example check alike."""
+    out = []
+    for f in scan.tails:
+        if f.fact == "numeric-jump" and (owner := kb.computed(f.captures.get("signature"))) is not None:
+            out.append((*owner, f, f.captures.get("value", ""), True))
+    if (owner := kb.computed("rank-claimed-twice")) is not None:
+        out += [(*owner, c.fact, c.detail, False) for c in claimed_twice(scan.facts)]
     return out
 
 

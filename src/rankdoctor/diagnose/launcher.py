@@ -152,11 +152,10 @@ def read_launcher(facts: list[Fact]) -> LauncherSummary:
                 pid = _i(f.captures.get("pid"))
                 if pid is not None:
                     summary.sigterm_pids.add(pid)
-            elif f.fact in _RECORD_FIELDS and (
-                (current is not None and f.line - current.line <= _BLOCK_SPAN and not _field_set(current, f.fact))
-                or f.fact in ("tr-rank", "tr-exitcode")
-            ):
+            elif f.fact in _RECORD_FIELDS:
                 if current is None or f.line - current.line > _BLOCK_SPAN or _field_set(current, f.fact):
+                    if f.fact not in _OPENING_FIELDS:
+                        continue
                     # a record whose "[i]:" line is not in the paste (it starts at its
                     # "rank : 0 (local_rank: 0)" or "exitcode : -11 (pid: 6421)" line), or a
                     # second record without one: those two fields, distinctive enough, open it
@@ -185,6 +184,7 @@ def read_launcher(facts: list[Fact]) -> LauncherSummary:
 
 
 _RECORD_FIELDS = ("tr-time", "tr-host", "tr-rank", "tr-exitcode", "tr-traceback")
+_OPENING_FIELDS = ("tr-rank", "tr-exitcode")  # the fields that open a record whose "[i]:" line is missing
 
 
 def _field_set(record: ExitRecord, fact: str) -> bool:

@@ -8,6 +8,7 @@ import math
 
 from typing import TYPE_CHECKING
 
+from .. import claims
 from ..events import Event
 from ..ingest.prefix import parse_prefix
 from .attribution import ACTIVITY, FATAL, TAIL, TRACE, WARNED
@@ -159,7 +160,7 @@ def _reading(entry, ev: Event) -> str:
     detail = ev.captures.get("value") if sig is not None and sig.computed else None
     if not detail:
         return ""
-    read = "the ranks the processes announced" if sig.computed == "rank-claimed-twice" else "the run's reported numbers"
+    read = "the ranks the processes announced" if sig.computed in claims.DETECTORS else "the run's reported numbers"
     return f" Read from {read}: {detail}."
 
 

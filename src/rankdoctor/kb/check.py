@@ -28,7 +28,7 @@ class ExampleProblem:
 def fired_roles(kb: KnowledgeBase, line: str, scanner=None) -> dict[str, set[str]]:
     """The entries whose signatures fire on ``line`` read alone (several lines, for an entry
     read from a run's numbers), each with the roles that fired."""
-    from ..claims import claimed_twice
+    from ..diagnose.attribution import computed_readings
     from ..scan import Scanner, scan_text
 
     scanner = scanner or Scanner(kb)
@@ -36,13 +36,8 @@ def fired_roles(kb: KnowledgeBase, line: str, scanner=None) -> dict[str, set[str
     result = scan_text(kb, line + "\n", scanner=scanner)
     for e in result.events:
         out.setdefault(e.entry, set()).add(e.role)
-    # a computed signature fires where the scan found the jump it reads (trajectory.py)
-    for f in result.tails:
-        if f.fact == "numeric-jump" and (owner := kb.computed(f.captures.get("signature"))) is not None:
-            entry, sig = owner
-            out.setdefault(entry.id, set()).add(sig.role.value)
-    if (owner := kb.computed("rank-claimed-twice")) is not None and claimed_twice(result.facts):  # claims.py
-        entry, sig = owner
+    # a computed signature fires where the scan found what it reads (a jump, a rank claimed twice)
+    for entry, sig, *_ in computed_readings(kb, result):
         out.setdefault(entry.id, set()).add(sig.role.value)
     return out
 

@@ -49,8 +49,9 @@ class KnowledgeBase:
             return None
 
     def computed(self, detector: str | None) -> "tuple[Entry, Signature] | None":
-        """The entry and signature that read ``detector`` (a kind of jump trajectory.py finds in a
-        run's numbers; a signature's ``computed``), None when no entry reads it."""
+        """The entry and signature that read ``detector`` (a signature's ``computed``: a jump
+        trajectory.py finds in a run's numbers, a rank claims.py finds announced twice), None
+        when no entry reads it."""
         return self._computed.get(detector)  # type: ignore[attr-defined]
 
     def __contains__(self, entry_id: str) -> bool:
