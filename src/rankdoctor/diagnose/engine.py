@@ -76,10 +76,13 @@ def weigh(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, wei
     # elsewhere: stacks taken of a job that hung (with logs, the logs say whether it failed)
     # ranks blocked in send/recv on each other can never move on: a deadlock, whatever else
     failed = _shows_failure(att, table, fr) or (table.stack_hang and not scan.inputs) or bool(table.p2p_cycle)
-    if hung and not failed:
-        # said to have hung, and nothing here shows it: the logs end where it hung, every rank
-        # was waiting (evidence of a failure is read as always)
-        mark_hung(table, att.events)
+    live_stacks = [d for d in att.stacks if not d.crash]
+    if (hung or live_stacks) and not failed:
+        # said to have hung, or its live processes' stacks were taken (nobody dumps the stacks
+        # of a job that runs well; a crash's own dump is a failure line, read above), and
+        # nothing here shows a failure: the logs end where it hung, every rank was waiting
+        # (evidence of a failure is read as always)
+        mark_hung(table, att.events, "stated" if hung else "stacks")
         failed = True
     if not failed:
         return Weighing(att, table, None, [], 1.0, False)
@@ -163,9 +166,13 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, 
     w = weigh(kb, scan, fr, weights, hung)
     inputs = [InputInfo(i.path, i.bytes, i.lines) for i in scan.inputs]
     warnings = [x for i in scan.inputs for x in i.warnings] + scan.warnings
-    if w.table.hung:
+    if w.table.hung_by == "stated":
         warnings.append("no line shows a failure: read as a hang because the job was said to have stopped "
                         "making progress (--hung); the logs are taken to end where it hung")
+    elif w.table.hung:
+        warnings.append(f"no line shows a failure: read as a hang because {sum(not d.crash for d in scan.stacks)} stack dump(s) of live "
+                        "processes are among the inputs (stacks are taken of a job that stopped); the logs are taken "
+                        "to end where it hung")
     seen = sorted(w.att.seen)
     count = w.att.world_size or (max(seen) + 1 if seen else 0)
     warnings += ras_notes(w.att.ras, w.failed)

@@ -330,7 +330,7 @@ def desync_strength(kb: KnowledgeBase, table: RankTable, events: list[Event]) ->
     desync = 0.0
     if coll and coll.kind == "desync":
         desync = max(desync, coll.strength)
-    if fingerprints_differ(table):
+    if fingerprints_differ(table) or table.stack_split:
         desync = max(desync, 0.7)
     if table.fr is not None and any(f.kind in FR_MISMATCH for f in table.fr.findings):
         desync = max(desync, 0.9)

@@ -182,8 +182,11 @@ def _root_cause(a: "Answer", w: "Weighing", collateral: list[int]) -> str:
     f = a.best.features
     parts: list[str] = []
     first = primary_failure(table.row(ranks[0])) if ranks else None
-    if table.hung:
+    if table.hung_by == "stated":
         parts.append("No line shows a failure; the job was said to have hung (--hung), so the logs are read as ending where it stopped.")
+    elif table.hung:
+        parts.append("No line shows a failure; stack dumps of the live processes were taken, so the job is read as hung where "
+                     "they stand.")
     if table.hung and h.kind == Kind.first:
         parts.append("No rank printed a step, a timeout or an error: it stopped before training made progress, in its first "
                      "collective or while setting it up.")
@@ -368,7 +371,14 @@ def _missing(a: "Answer", w: "Weighing", weights: "Weights") -> list[str]:
                 "Which rank failed first: collect every rank's output with rank prefixes and timestamps. "
                 "Run: torchrun --log-dir logs --tee 3 ... (or srun -l), then rankdoctor diagnose logs/"
             )
-    if table.hung:
+    if table.hung_by == "stacks":
+        # stacks of some processes, read as a hang: the odd one out among all ranks' stacks,
+        # with each rank's log, is what tells who stopped first
+        out.append(
+            "Every rank's stack and log, each named by its rank: the ranks stuck somewhere else than the others started it. "
+            "Run: for each rank's pid, py-spy dump --pid <pid> > stacks/pyspy_rank<N>.txt, then rankdoctor diagnose logs/ stacks/"
+        )
+    elif table.hung:
         # only the user's word says it hung: where each rank is stuck is the evidence to take
         # next, while the job still hangs (rankdoctor reads the dumps with the logs)
         out.append(

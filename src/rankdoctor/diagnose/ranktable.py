@@ -109,6 +109,12 @@ class RankTable:
 
     # most ranks' stacks wait inside a collective while some are elsewhere: how a hung job looks
     stack_hang: bool = False
+    # the stack dumps' main threads are all inside collectives, not the same one (different
+    # frames): the processes are in different collectives, whatever their ranks
+    stack_split: bool = False
+    # some stack dump's main thread is past setting up (not in init_process_group, DDP's or an
+    # engine's start-up broadcast): the job got to training
+    stack_past_init: bool = False
     # stack dumps with call arguments (py-spy --locals): rank -> (send/recv, peer) for the ranks
     # blocked in a point-to-point op, and the ranks on a cycle of such waits (each waits for
     # the next: nothing on the cycle can move, whoever waits on them is collateral)
@@ -121,6 +127,9 @@ class RankTable:
     # progress and no line shows a failure: the logs end where it hung, and every rank was
     # waiting (``mark_hung``, called by the engine, which decides whether a failure shows)
     hung: bool = False
+    # why it is read as hung: "stated" (the user or watch said so) or "stacks" (stack dumps of
+    # live processes are among the evidence: somebody took them because the job stopped)
+    hung_by: str = ""
     progressed: bool = False  # (when hung) some line of work, of any rank or none, has a step counter
     # where each rank was waiting when it gave up: the line of user code its last traceback
     # that reports a timeout or a lost peer stopped at (a rank in another collective than its
@@ -201,11 +210,13 @@ def first_collective_hang(table: "RankTable") -> bool:
     return bool(known) and len(known) == len(seqs) and max(known) <= 1
 
 
-def mark_hung(table: "RankTable", events: list[Event]) -> None:
-    """The job was said to have hung and no line shows a failure: the table reads as a hang
+def mark_hung(table: "RankTable", events: list[Event], by: str = "stated") -> None:
+    """The job was said to have hung (``by`` "stated"), or stack dumps of its live processes
+    were taken (``by`` "stacks"), and no line shows a failure: the table reads as a hang
     (``hung``), and whether any line of work counted steps is looked up once, here."""
     table.hung = True
-    table.progressed = any(ev.role == ACTIVITY and progress_of(ev.text) is not None for ev in events)
+    table.hung_by = by
+    table.progressed = table.stack_past_init or any(ev.role == ACTIVITY and progress_of(ev.text) is not None for ev in events)
 
 
 def first_collective_stated(table: "RankTable") -> bool:
@@ -360,11 +371,11 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
                 row(r).fr_kinds.add(finding.kind)
     stack_odd: set[int] = set()
     stack_odd_collective: set[int] = set()
-    stack_hang = False
+    stack_hang = stack_split = stack_past_init = False
     p2p_waits: dict[int, tuple[str, int]] = {}
     p2p_cycle: set[int] = set()
     if att.stacks:
-        from ..ingest.stacks import group_by_stack, in_collective, outliers, p2p_cycles
+        from ..ingest.stacks import group_by_stack, in_collective, in_init, outliers, outside_collective, p2p_cycles
         from ..ingest.stacks import p2p_waits as waits_of
 
         p2p_waits = waits_of(att.stacks)
@@ -385,6 +396,19 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
             everyone = {r for g in groups for r in g.ranks}
             if 2 * len(outside) <= len(everyone):
                 stack_odd = outside
+        if not stack_odd:
+            # no majority to be odd against (one rank's stack, or two in two places): a rank
+            # busy or blocked in its own code (data loading, I/O, a lock), not waiting for its
+            # peers, is the one they would be waiting for
+            live = [d for d in att.stacks if not d.crash and d.rank is not None and d.main is not None]
+            busy = {d.rank for d in live if outside_collective(d.main.frames)}
+            ranked = {d.rank for d in live}
+            if busy and (len(ranked) == 1 or 2 * len(busy) <= len(ranked)):
+                stack_odd = busy
+        # the processes stand at different places, all of them in a collective: not the same one
+        where = {tuple(d.main.frames[:6]) for d in att.stacks if not d.crash and d.main is not None and d.main.frames}
+        stack_split = len(where) > 1 and all(in_collective(w) for w in where)
+        stack_past_init = any(d.main is not None and d.main.frames and not in_init(d.main.frames) for d in att.stacks)
 
     # only a rank with no line of its own here is one an unknown printer waited on: NCCL's
     # proxy threads print "Connection closed by localRank N" / "Proxy Call to rank N failed"
@@ -395,7 +419,8 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
     sites = _wait_sites(events, symptom_lines)
     sent = _sender_reports(events)
     return RankTable(rows, expected or set(rows), att.world_size, coll, fingerprints, unranked, fr, stack_odd, stack_odd_collective,
-                     unranked_accuses, ras_dead, ras_behind, att.ras, stack_hang=stack_hang,
+                     unranked_accuses, ras_dead, ras_behind, att.ras, stack_hang=stack_hang, stack_split=stack_split,
+                     stack_past_init=stack_past_init,
                      p2p_waits=p2p_waits, p2p_cycle=p2p_cycle, unranked_waits=unranked_waits,
                      wait_sites=sites,
                      odd_senders={s for _, s in sent if _odd_site(sites, s)},

@@ -55,6 +55,9 @@ class StackDump:
     pid: int | None = None
     rank: int | None = None
     threads: list[Thread] = field(default_factory=list)
+    # written by a process that was dying (faulthandler's "Fatal Python error: ..."): where it
+    # was when it crashed, not a live process's stacks taken from outside
+    crash: bool = False
 
     @property
     def main(self) -> Thread | None:
@@ -74,14 +77,76 @@ _FH_FRAME = re.compile(r'^\s+File "([^"]+)", line (\d+) in (\S+)\s*$')
 
 def parse_stack_dump(text: str, source: str = "<text>") -> StackDump | None:
     """The dump in ``text``, or None when it is not one of the formats above."""
+    dumps = parse_stack_dumps(text, source)
+    if not dumps:
+        return None
+    if len(dumps) == 1:
+        return dumps[0]
+    merged = StackDump(source, dumps[0].fmt, dumps[0].pid)  # one file, several processes: all threads
+    for d in dumps:
+        merged.threads.extend(d.threads)
+    return merged
+
+
+def parse_stack_dumps(text: str, source: str = "<text>") -> list[StackDump]:
+    """The dumps in ``text``, one per process: a file written by ``py-spy dump`` holds one,
+    a log or an issue thread may hold several pasted one after another. A py-spy dump
+    pasted without its ``Process N:`` line is still one (a thread line and its frames); each
+    "MainThread" (or ``Process N:`` line) starts the next process. A short line just above
+    a process that names a rank ("The stack for rank0:") gives its rank."""
     stripped = text.lstrip()
     if stripped.startswith("["):
-        return _parse_pyspy_json(stripped, source)
-    if _PYSPY_PROCESS.search(text) and any(_PYSPY_THREAD.match(ln) for ln in text.splitlines()):
-        return _parse_pyspy_text(text, source)
-    if any(_FH_THREAD.match(ln) for ln in text.splitlines()):
-        return _parse_faulthandler(text, source)
-    return None
+        dump = _parse_pyspy_json(stripped, source)
+        return [dump] if dump is not None else []
+    lines = text.splitlines()
+    if _pyspy_text(lines):
+        return [d for d in _split_pyspy(lines, source) if d.threads]
+    if any(_FH_THREAD.match(ln) for ln in lines):
+        return [_parse_faulthandler(text, source)]
+    return []
+
+
+def _pyspy_text(lines: list[str]) -> bool:
+    """A py-spy thread line followed by one of its frames (with or without "Process N:")."""
+    return any(_PYSPY_THREAD.match(a) and _PYSPY_FRAME.match(b) for a, b in zip(lines, lines[1:]))
+
+
+_RANK_HEADER = re.compile(r"\brank[\s_:=#-]*(\d{1,6})\b", re.I)
+_FENCE = re.compile(r"^\s*(?:```|~~~)\w*\s*$")
+
+
+def _split_pyspy(lines: list[str], source: str) -> list[StackDump]:
+    starts: list[int] = []
+    main_seen = False
+    for i, ln in enumerate(lines):
+        if _PYSPY_PROCESS.match(ln):
+            starts.append(i)
+            main_seen = False
+        elif (m := _PYSPY_THREAD.match(ln)):
+            if not starts or (m.group(2) == "MainThread" and main_seen):
+                if not (starts and i > 0 and _PYSPY_PROCESS.match(lines[i - 1])):
+                    starts.append(i)
+                main_seen = False
+            main_seen = main_seen or m.group(2) == "MainThread"
+    dumps = []
+    for k, start in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else len(lines)
+        dump = _parse_pyspy_text("\n".join(lines[start:end]), source if len(starts) == 1 else f"{source}#{k + 1}")
+        dump.rank = _rank_above(lines, start)
+        dumps.append(dump)
+    return dumps
+
+
+def _rank_above(lines: list[str], start: int) -> int | None:
+    """The rank a short heading just above a pasted dump names ("The stack for rank0:",
+    "rank 3:"), skipping blank lines and code fences; None when there is none."""
+    i = start - 1
+    while i >= 0 and (not lines[i].strip() or _FENCE.match(lines[i])):
+        i -= 1
+    if i < 0 or len(lines[i]) > 80 or _PYSPY_FRAME.match(lines[i]) or _PYSPY_THREAD.match(lines[i]):
+        return None
+    m = _RANK_HEADER.search(lines[i])
+    return int(m.group(1)) if m else None
 
 
 def _parse_pyspy_text(text: str, source: str) -> StackDump:
@@ -140,7 +205,7 @@ def _parse_pyspy_json(text: str, source: str) -> StackDump | None:
 
 
 def _parse_faulthandler(text: str, source: str) -> StackDump:
-    dump = StackDump(source, "faulthandler")
+    dump = StackDump(source, "faulthandler", crash="Fatal Python error" in text)
     current: Thread | None = None
     for ln in text.splitlines():
         if (m := _FH_THREAD.match(ln)):
@@ -198,13 +263,14 @@ def stacks_among(sources) -> tuple[list[StackDump], set[str]]:
         text = head.decode("utf-8", "replace")
         if "Thread " not in text and "thread 0x" not in text and '"frames"' not in text:
             continue  # the cheap test: every format names its threads or frames
-        dump = parse_stack_dump(text, src.name)
-        if dump is None or not dump.threads:
+        found = [d for d in parse_stack_dumps(text, src.name) if d.threads]
+        if not found:
             continue
         named = attribution_from_name(src.name)
-        dump.rank = named.rank if named.rank is not None else named.local_rank
-        dumps.append(dump)
-        if dump.fmt != "faulthandler" and _only_dump(text):
+        if len(found) == 1 and found[0].rank is None:
+            found[0].rank = named.rank if named.rank is not None else named.local_rank
+        dumps.extend(found)
+        if found[0].fmt != "faulthandler" and _only_dump(text):
             pure.add(src.name)
     return dumps, pure
 
@@ -285,6 +351,29 @@ _COLLECTIVE_FRAME = re.compile(
 def in_collective(frames) -> bool:
     """The stack is inside a torch.distributed collective call (its innermost frames)."""
     return any(_COLLECTIVE_FRAME.search(f.func) or _COLLECTIVE_FRAME.search(f.file) for f in frames)
+
+
+# frames of a process setting up its process group, a model's wrapper or an engine: a hang
+# here is in the job's first collectives (rendezvous, the store barrier, the first broadcast)
+_INIT_FRAME = re.compile(
+    r"init_process_group|rendezvous|_store_based_barrier|\bnew_group|init_device_mesh|_sync_module_states"
+    r"|_sync_params_and_buffers|_verify_param_shape|_broadcast_model|^initialize$|^_init_distributed$|^init_distributed$",
+    re.I,
+)
+# frames that wait for the GPU, which may itself wait in a collective (a backward whose
+# gradients DDP all-reduces, a stream synchronize): not known to be outside one
+_GPU_WAIT_FRAME = re.compile(r"backward|^synchronize$|^item$|^cpu$|^to$|^tolist$", re.I)
+
+
+def in_init(frames) -> bool:
+    """The stack is setting up distributed training (a process group, DDP, an engine)."""
+    return any(_INIT_FRAME.search(f.func) for f in frames)
+
+
+def outside_collective(frames) -> bool:
+    """The stack (innermost frames first) is busy or blocked in its own code: in no
+    collective, and in nothing that waits for the GPU (which may be in one)."""
+    return bool(frames) and not in_collective(frames[:6]) and not any(_GPU_WAIT_FRAME.search(f.func) for f in frames[:3])
 
 
 _P2P_FRAME = re.compile(r"^(?:recv|send|irecv|isend)$")
