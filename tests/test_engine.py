@@ -846,3 +846,18 @@ def test_spawn_process_exited_records(kb):
             b"torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with exit code 3\n")
     recs = read_launcher(scan_text(kb, text).facts).records
     assert [(r.local_rank, r.exitcode, r.root_cause) for r in recs] == [(1, -6, True), (0, 3, True)]
+
+
+def test_a_traceback_cut_right_after_its_header_is_a_failure_of_its_rank(kb):
+    # a real paste (set AV, FlagEmbedding#1218): a tqdm bar whose carriage return was lost, then
+    # rank 1's traceback header, and nothing after it
+    text = ("{'loss': 1.1245, 'grad_norm': 0.0, 'learning_rate': 0, 'epoch': 0.0}            \n"
+            "  0%|                                      | 1/61912 [00:01<22:07:27,  1.29s/it][rank1]: Traceback (most recent call last):\n")
+    d = _diag(kb, text)
+    assert d.verdict == "inconclusive" and d.diagnoses[0].initiating_rank == 1
+    # a header whose frames and exception line come later, after other ranks' lines, is not cut
+    full = ("[rank7]: Traceback (most recent call last):\n"
+            + "".join(f"[rank0]: line {i}\n" for i in range(20))
+            + '[rank7]:   File "train.py", line 3, in <module>\n[rank7]: ValueError: bad value\n')
+    events = _diag(kb, full).weighing.att.events
+    assert not [e for e in events if e.captures.get("cut")]

@@ -316,6 +316,21 @@ def _cut_tracebacks(scan: ScanResult) -> list[Event]:
             captures["waiting"] = "1"  # it stopped in a barrier or a collective: waiting for peers
         out.append(Event("", "python-exception", TRACE, f.source, f.line, f.text, f.rank, f.local_rank, f.host,
                          None, None, f.time, f.ts, captures, [x.text for x in frames[(source, rank, local_rank, host)][-_FRAMES_KEPT:]]))
+    # a traceback cut right after its "Traceback (most recent call last):" line (a paste that
+    # stops there, a process killed as it began to print): no frame and no exception line of
+    # its stream follows at all (other ranks' lines may interleave), so it is an exception of
+    # unknown type too
+    after: dict[tuple, list[int]] = {}
+    for f in scan.facts:
+        if f.fact == "py-frame" or f.fact in ERROR_FACTS:
+            after.setdefault((f.source, f.rank, f.local_rank), []).append(f.line)
+    for f in scan.facts:
+        if f.fact != "py-traceback":
+            continue
+        if any(line > f.line for line in after.get((f.source, f.rank, f.local_rank), ())):
+            continue
+        out.append(Event("", "python-exception", TRACE, f.source, f.line, f.text, f.rank, f.local_rank, f.host,
+                         None, None, f.time, f.ts, {"value": "(a traceback cut off before its exception line)", "cut": "1"}, []))
     return out + _bare_cpp_backtraces(scan, ends)
 
 
