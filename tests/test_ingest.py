@@ -47,6 +47,9 @@ from rankdoctor.scan import scan_sources, scan_text
         ("[ERROR] 2025-07-01-00:40:04 (PID:176930, Device:0, RankID:-1) ERR01100 OPS call acl api failed.", None, None, None, "2025-07-01T00:40:04"),
         # Ray's prefix for an actor whose repr names itself in parentheses (real paste: alibaba/ROLL#193)
         ("(ActorWorker(actor_train-1) pid=18175, ip=33.199.184.82)   File \"/checkpoint/roll/decorator.py\", line 295, in inner", None, None, "33.199.184.82", None),
+        # ... and NeMo-RL's actor repr with its rank in brackets (a real line quoted in a public repository,
+        # found with find_string "Observed flight recorder dump signal from another")
+        ("(MegatronPolicyWorker[rank=0] pid=1892406, ip=10.65.5.217) [rank0]:[E129 16:38:47.634597716 ProcessGroupNCCL.cpp:1794] [PG ID 0 PG GUID 0(default_pg) Rank 0] Observed flight recorder dump signal from another rank via TCPStore.", 0, None, "10.65.5.217", "--01-29T16:38:47"),
         # kubectl logs --prefix
         ("[pod/train-worker-1/pytorch] [rank9]: Traceback (most recent call last):", 9, None, "train-worker-1", None),
         # Ray actor prefix with ANSI colour (vLLM style)

@@ -77,9 +77,11 @@ _P_NPU_ERR = re.compile(
     r"\(PID:(?P<pid>\d+), Device:(?P<device>-?\d+), RankID:(?P<rank>-?\d+)\) "
 )
 # Ray's worker prefix: "(RayWorkerWrapper pid=123, ip=10.0.0.5) ", an actor whose repr has its own
-# name in parentheses ("(ActorWorker(actor_train-1) pid=18175, ip=...) "), a bare task's "(pid=4242) "
+# name in parentheses ("(ActorWorker(actor_train-1) pid=18175, ip=...) ") or its rank in brackets
+# (NeMo-RL's "(MegatronPolicyWorker[rank=0] pid=1892406, ip=10.65.5.217) "), a bare task's "(pid=4242) "
 _P_RAY = re.compile(
-    r"\((?:(?P<actor>[A-Za-z_][\w.:-]*(?:\([\w.:-]*\))?)(?: rank=(?P<rank>\d+))? )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:-]+))?\) "
+    r"\((?:(?P<actor>[A-Za-z_][\w.:-]*(?:\([\w.:-]*\)|\[rank=(?P<actor_rank>\d+)\])?)(?: rank=(?P<rank>\d+))? )?"
+    r"pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:-]+))?\) "
 )
 _P_GLOG = re.compile(
     r"\[?(?P<lvl>[IWEFVD])(?P<mo>\d{1,2}?)(?P<d>\d{2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})(?:\.(?P<f>\d+))?"
@@ -199,8 +201,8 @@ def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, 
             a.device = int(m["device"])
         elif c == "(" and (m := _P_RAY.match(text, pos)):
             a.pid = int(m["pid"])
-            if m["rank"] is not None:
-                a.rank = int(m["rank"])
+            if m["rank"] is not None or m["actor_rank"] is not None:
+                a.rank = int(m["rank"] if m["rank"] is not None else m["actor_rank"])
             if m["ip"]:
                 a.host = a.host or m["ip"]
             if m["actor"]:
