@@ -10,7 +10,7 @@
 5. ``present``: the winner as a finding with evidence, root cause, fix and missing facts.
 
 The verdict is ``no-failure-found`` when nothing shows a failure (no cause or symptom
-line, no exception, no abort, no death); otherwise ``diagnosed`` when the top answer
+line, no exception, no abort, no death, no stack dump of a live process, no ``--hung``); otherwise ``diagnosed`` when the top answer
 (its class, and the rank it names) has at least the calibrated threshold of probability,
 else ``inconclusive``.
 """
@@ -177,14 +177,6 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, 
     count = w.att.world_size or (max(seen) + 1 if seen else 0)
     warnings += ras_notes(w.att.ras, w.failed)
     if not w.failed:
-        if w.table.stack_odd:
-            from .collectives import compress_ranks
-
-            warnings.append(
-                f"{len(scan.stacks)} stack dump(s) read: rank(s) {compress_ranks(sorted(w.table.stack_odd))} are somewhere else "
-                "than the others, but the logs show no failure or hang (a stack dump of a running job may look like this); "
-                "`rankdoctor stacks` groups them"
-            )
         return Diagnosis("no-failure-found", [], count, seen, inputs, warnings, table=w.table, weighing=w)
     ranked = answers(w, weights)
     findings = [to_finding(kb, a, w, weights) for a in ranked[:MAX_FINDINGS]]
