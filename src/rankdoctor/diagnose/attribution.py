@@ -320,14 +320,12 @@ def _cut_tracebacks(scan: ScanResult) -> list[Event]:
     # stops there, a process killed as it began to print): no frame and no exception line of
     # its stream follows at all (other ranks' lines may interleave), so it is an exception of
     # unknown type too
-    after: dict[tuple, list[int]] = {}
+    last_read = {key: max(lines) for key, lines in ends.items()}  # a stream's last frame or error line
+    for (source, rank, local_rank, _host), fs in frames.items():
+        key = (source, rank, local_rank)
+        last_read[key] = max(last_read.get(key, -1), fs[-1].line)
     for f in scan.facts:
-        if f.fact == "py-frame" or f.fact in ERROR_FACTS:
-            after.setdefault((f.source, f.rank, f.local_rank), []).append(f.line)
-    for f in scan.facts:
-        if f.fact != "py-traceback":
-            continue
-        if any(line > f.line for line in after.get((f.source, f.rank, f.local_rank), ())):
+        if f.fact != "py-traceback" or last_read.get((f.source, f.rank, f.local_rank), -1) > f.line:
             continue
         out.append(Event("", "python-exception", TRACE, f.source, f.line, f.text, f.rank, f.local_rank, f.host,
                          None, None, f.time, f.ts, {"value": "(a traceback cut off before its exception line)", "cut": "1"}, []))

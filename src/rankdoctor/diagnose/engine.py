@@ -10,9 +10,9 @@
 5. ``present``: the winner as a finding with evidence, root cause, fix and missing facts.
 
 The verdict is ``no-failure-found`` when nothing shows a failure (no cause or symptom
-line, no exception, no abort, no death, no stack dump of a live process, no ``--hung``); otherwise ``diagnosed`` when the top answer
-(its class, and the rank it names) has at least the calibrated threshold of probability,
-else ``inconclusive``.
+line, no exception, no abort, no death, no stack dump of a live process, no ``--hung``);
+otherwise ``diagnosed`` when the top answer (its class, and the rank it names) has at least
+the calibrated threshold of probability, else ``inconclusive``.
 """
 
 from __future__ import annotations

@@ -201,8 +201,8 @@ def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, 
             a.device = int(m["device"])
         elif c == "(" and (m := _P_RAY.match(text, pos)):
             a.pid = int(m["pid"])
-            if m["rank"] is not None or m["actor_rank"] is not None:
-                a.rank = int(m["rank"] if m["rank"] is not None else m["actor_rank"])
+            if (rank := m["rank"] or m["actor_rank"]) is not None:
+                a.rank = int(rank)
             if m["ip"]:
                 a.host = a.host or m["ip"]
             if m["actor"]:

@@ -124,8 +124,7 @@ def _split_pyspy(lines: list[str], source: str) -> list[StackDump]:
             main_seen = False
         elif (m := _PYSPY_THREAD.match(ln)):
             if not starts or (m.group(2) == "MainThread" and main_seen):
-                if not (starts and i > 0 and _PYSPY_PROCESS.match(lines[i - 1])):
-                    starts.append(i)
+                starts.append(i)  # (a "Process N:" line above has started it and reset main_seen)
                 main_seen = False
             main_seen = main_seen or m.group(2) == "MainThread"
     dumps = []
