@@ -34,6 +34,7 @@ FEATURES: dict[str, str] = {
     "entry_context": "how many of the entry's context signatures fired (capped at 3, /3)",
     "entry_symptom_only": "the entry fired only symptom lines (timeouts, lost peers)",
     "entry_none": "none of the entry's lines fired (it is proposed as a finding's generic explanation)",
+    "entry_beside_cause": "the entry fired only symptom lines, while another entry's strong cause line (weight >= 0.8) fired in the same run: the symptom may be that cause's consequence",
     "entry_displaced": "none of the entry's lines fired (it is a finding's fallback), while another entry that explains the same finding has lines of its own here",
     "entry_launcher_only": "the entry's cause lines are all the launcher's lines about an exit",
     "entry_repeats": "the entry's cause comes from a line that kept repeating",
@@ -191,6 +192,7 @@ class Context:
     main_busy: set[int]  # {0} when unranked lines of long work appear while other ranks wait
     desync_entries: frozenset[str]  # entries of the collective-desync class
     explainers: dict[str, frozenset[str]]  # entry id -> the findings it explains (of the entries whose lines fired)
+    strong_causes: frozenset[str]  # entries with a cause line of weight >= 0.8 here
 
 
 def context(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Context:
@@ -213,6 +215,7 @@ def context(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Context
         timeout_seconds(table), outlived_peers(table), _gone(kb, events), main_process_busy(kb, table, events),
         frozenset(e.id for e in kb if e.class_ == "collective-desync"),
         {eid: frozenset(x.value for x in kb.get(eid).explains) for eid in by_entry},
+        frozenset(eid for eid, ln in by_entry.items() if any(w >= 0.8 for w in ln.weights)),
     )
 
 
@@ -241,6 +244,7 @@ def featurize(h: Hypothesis, cx: Context) -> dict[str, float]:
     f["entry_context"] = min(len(lines.context_signatures), 3) / 3
     f["entry_symptom_only"] = float(bool(evs) and not causes and lines.any_symptom)
     f["entry_none"] = float(not evs)
+    f["entry_beside_cause"] = float(f["entry_symptom_only"] and bool(cx.strong_causes - {entry.id}))
     if not evs and h.kind in _KIND_FINDING:
         finding = _KIND_FINDING[h.kind]
         f["entry_displaced"] = float(any(
