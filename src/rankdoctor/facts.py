@@ -88,7 +88,13 @@ FACTS: dict[str, str] = {
     # SIGBUS, SIGILL so) and a shell's note of a child killed by one ("Segmentation fault (core
     # dumped)"). Not SIGABRT ("Aborted"): PyTorch's watchdog and heartbeat monitor take a hung
     # or timed-out process down with it, so it tells how a process ended, not why
-    "fatal-signal": r"^(?:Fatal Python error: (?P<value>Segmentation fault|Floating point exception|Bus error|Illegal instruction)\s*$|(?:Segmentation fault|Floating point exception|Bus error|Illegal instruction) \(core dumped\)\s*$)",
+    # The same signals as reported by the signal handlers HPC stacks install in every process:
+    # UCX's ("[host:pid:0:tid] Caught signal 11 (Segmentation fault: address not mapped to
+    # object at address 0x10)", ucs/debug/debug.c) and Open MPI's ("[host:21766] Signal:
+    # Segmentation fault (11)", opal/util/stacktrace.c), each followed by its own backtrace;
+    # and UCX's backtrace header alone ("==== backtrace (tid:   4304) ===="), which it prints
+    # only on its way down (a fatal signal or a failed assertion)
+    "fatal-signal": r"^(?:==== backtrace \(tid:\s*\d+\) ====\s*$|Fatal Python error: (?P<value>Segmentation fault|Floating point exception|Bus error|Illegal instruction)\s*$|(?:Segmentation fault|Floating point exception|Bus error|Illegal instruction) \(core dumped\)\s*$|\[[^\]\s]+\] (?:Caught signal \d+ \(|Signal: )(?:Segmentation fault|Floating point exception|Bus error|Illegal instruction)\b)",
     # a frame of c10's C++ backtrace (c10/util/Backtrace.cpp: "frame #3: c10d::PrefixStore::get(...)
     # + 0x32 (0x7f49b752bb42 in .../libtorch_cpu.so)"), printed under the error's message and
     # "Exception raised from ... (most recent call first):"
