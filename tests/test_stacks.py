@@ -254,3 +254,24 @@ def test_live_stacks_with_no_failure_line_read_as_a_hang_not_healthy(tmp_path):
     assert "stack dumps of the live processes were taken" in top.root_cause
     assert any("stack dump(s) of live processes" in w for w in d.warnings)
     assert any("py-spy dump --pid" in m for m in top.missing)
+
+
+GDB = SCENARIOS / "real-holdout65" / "pytorch-52916-ddp-init-hang-gdb-bootstrap" / "log.txt"
+
+
+def test_a_gdb_backtrace_of_a_live_process_is_a_stack_dump_and_a_hang():
+    """gdb's "thread apply all bt" output (pytorch/pytorch#52916: rank 0's NCCL init thread
+    blocked in the bootstrap's accept) is read as native frames; a live process's backtrace
+    says the job hung, in its first collective here, and is never "no failure found"."""
+    import rankdoctor
+
+    d = parse_stack_dump(GDB.read_text(), str(GDB))
+    assert d.fmt == "gdb" and not d.crash
+    assert [f.func for f in d.main.frames[:3]] == ["__libc_accept", "bootstrapNetAccept", "bootstrapInit"]
+    assert str(d.main.frames[1]) == "bootstrapNetAccept (bootstrap.cc:106)"
+    dx = rankdoctor.diagnose([str(GDB)])
+    assert dx.verdict == "inconclusive"
+    assert any("stack dump(s) of live processes" in w for w in dx.warnings)
+    # a core file's backtrace is where a process died, not where a live one waits
+    core = "Program terminated with signal SIGSEGV, Segmentation fault.\n" + GDB.read_text()
+    assert parse_stack_dump(core, "core").crash

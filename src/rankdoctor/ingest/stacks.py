@@ -10,7 +10,12 @@ data.py:41"). This reads the dumps engineers take from a live job:
 - with ``--locals``, each frame's arguments and locals (kept on the frame: a ``recv``'s
   ``src`` says whom a rank waits for);
 - Python's faulthandler: ``Thread 0x... (most recent call first):`` /
-  ``  File "file", line N in func``.
+  ``  File "file", line N in func``;
+- gdb's ``thread apply all bt``: ``Thread 15 (Thread 0x7f00... (LWP 20292)):`` /
+  ``#1  0x00007f00ad990a6e in bootstrapNetAccept (...) at bootstrap.cc:106`` (native
+  frames: where a thread of NCCL, the CUDA driver or a C++ extension is blocked). Thread 1
+  is the process's main thread. A backtrace of a core file ("Program terminated with
+  signal ...") is a crash, not a live process.
 
 One dump per rank: the rank comes from the file name (``pyspy_rank3.txt``,
 ``rank_3/stack.json``), as for logs. Nothing here guesses a rank it cannot read.
@@ -51,7 +56,7 @@ class Thread:
 @dataclass
 class StackDump:
     source: str
-    fmt: str  # py-spy | py-spy-json | faulthandler
+    fmt: str  # py-spy | py-spy-json | faulthandler | gdb
     pid: int | None = None
     rank: int | None = None
     threads: list[Thread] = field(default_factory=list)
@@ -73,6 +78,9 @@ _PYSPY_THREAD = re.compile(r'^Thread (?:0x[0-9A-Fa-f]+|\d+) \((idle|active)[^)]*
 _PYSPY_FRAME = re.compile(r"^\s{2,}(\S.*?) \(([^()]*?)(?::(\d+))?\)\s*$")
 _FH_THREAD = re.compile(r"^(?:Current thread|Thread) (0x[0-9A-Fa-f]+) \(most recent call first\):\s*$")
 _FH_FRAME = re.compile(r'^\s+File "([^"]+)", line (\d+) in (\S+)\s*$')
+_GDB_THREAD = re.compile(r'^Thread (\d+) \(Thread 0x[0-9A-Fa-f]+ \(LWP (\d+)\)(?: "([^"]*)")?\)(?: "([^"]*)")?:\s*$')
+_GDB_FRAME = re.compile(r"^#\d+\s+(?:0x[0-9A-Fa-f]+ in )?([^\s(][^(]*?) \(.*\)(?: at (\S+?):(\d+)| from (\S+))?\s*$")
+_GDB_CORE = re.compile(r"^Program terminated with signal |^Thread \d+ \S.* received signal SIG", re.M)
 
 
 def parse_stack_dump(text: str, source: str = "<text>") -> StackDump | None:
@@ -103,6 +111,8 @@ def parse_stack_dumps(text: str, source: str = "<text>") -> list[StackDump]:
         return [d for d in _split_pyspy(lines, source) if d.threads]
     if any(_FH_THREAD.match(ln) for ln in lines):
         return [_parse_faulthandler(text, source)]
+    if any(_GDB_THREAD.match(a) and _GDB_FRAME.match(b) for a, b in zip(lines, lines[1:])):
+        return [_parse_gdb(lines, source, bool(_GDB_CORE.search(text)))]
     return []
 
 
@@ -213,6 +223,19 @@ def _parse_faulthandler(text: str, source: str) -> StackDump:
             dump.threads.append(current)
         elif current is not None and (m := _FH_FRAME.match(ln)):
             current.frames.append(Frame(m.group(3), _short(m.group(1)), int(m.group(2))))
+    return dump
+
+
+def _parse_gdb(lines: list[str], source: str, crash: bool) -> StackDump:
+    dump = StackDump(source, "gdb", crash=crash)
+    current: Thread | None = None
+    for ln in lines:
+        if (m := _GDB_THREAD.match(ln)):
+            current = Thread("MainThread" if m.group(1) == "1" else (m.group(3) or m.group(4) or f"LWP {m.group(2)}"), [])
+            dump.threads.append(current)
+        elif current is not None and (m := _GDB_FRAME.match(ln)):
+            file = _short(m.group(2)) if m.group(2) else (m.group(4) or "??").rsplit("/", 1)[-1]
+            current.frames.append(Frame(m.group(1).strip(), file, int(m.group(3)) if m.group(3) else None))
     return dump
 
 
@@ -356,7 +379,9 @@ def in_collective(frames) -> bool:
 # here is in the job's first collectives (rendezvous, the store barrier, the first broadcast)
 _INIT_FRAME = re.compile(
     r"init_process_group|rendezvous|_store_based_barrier|\bnew_group|init_device_mesh|_sync_module_states"
-    r"|_sync_params_and_buffers|_verify_param_shape|_broadcast_model|^initialize$|^_init_distributed$|^init_distributed$",
+    r"|_sync_params_and_buffers|_verify_param_shape|_broadcast_model|^initialize$|^_init_distributed$|^init_distributed$"
+    # NCCL creating a communicator (native frames, from gdb): the first collective of a group
+    r"|^ncclCommInitRank|^ncclCommInitAll$|^bootstrapInit$|^initTransportsRank$",
     re.I,
 )
 # frames that wait for the GPU, which may itself wait in a collective (a backward whose
