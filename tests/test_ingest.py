@@ -378,3 +378,17 @@ def test_a_pytest_failure_report_is_read_behind_its_E_marks():
     a, at = parse_prefix(lines[1], d)
     assert lines[1][at:].startswith("torch._dynamo.exc.TorchRuntimeError")
     assert not sniff_dialect(["E1201 12:00:00.000 ProcessGroupNCCL.cpp:1] glog error line", "plain"]).pytest
+
+
+def test_a_dateless_clock_before_a_rank_prefix_is_the_lines_time():
+    """A log collector's "HH:MM:SS.mmm " before "[rank3]:" (modelscope/ms-swift#8269, held-out
+    set BO) is read as the line's time, so the rank prefix behind it is read too; a message that
+    merely starts with a time is left alone."""
+    from rankdoctor.ingest.prefix import parse_prefix
+
+    a, pos = parse_prefix('10:41:43.105 [rank3]:   File "/workdir/sft.py", line 63, in run')
+    assert a.rank == 3 and a.time == "10:41:43.105000"
+    assert a.ts == 10 * 3600 + 41 * 60 + 43.105
+    for text in ("10:41:43.105 hello", "12:00:01 [rank3]: x"):
+        a, pos = parse_prefix(text)
+        assert a.rank is None and a.time is None and pos == 0

@@ -92,6 +92,10 @@ _P_DMESG_T = re.compile(
     r"\[(?:\w{3}) (?P<mon>\w{3}) +(?P<d>\d{1,2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2}) (?P<y>\d{4})\] "
 )
 _P_DMESG = re.compile(r"\[ *\+?(?P<up>\d+\.\d+)\] ")
+# a log collector's clock without a date, with milliseconds, in front of a bracketed prefix
+# ("10:41:43.105 [rank3]: Traceback ..."): only before "[", so a message that starts with a
+# time of its own is left alone
+_P_CLOCK = re.compile(r"(?P<h>[01]\d|2[0-3]):(?P<mi>[0-5]\d):(?P<s>[0-5]\d)[.,](?P<f>\d{3,6}) (?=\[)")
 _GLOG_LEVELS = frozenset("IWEFVD")
 _P_SRUN = re.compile(r" {0,4}(?P<rank>\d{1,5}) ?: ")
 # `grep pattern *.log` across files puts the file name first: "LOG1.0.txt:host:pid:tid [0] NCCL INFO ..."
@@ -188,6 +192,10 @@ def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, 
         elif (bracket or c.isdecimal()) and (m := _P_ISO.match(text, pos)):  # (\d is isdecimal)
             # a log viewer's "2025-02-18 12:54 " stamp may stop at the minute
             a.time, a.ts = _iso(int(m["y"]), int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"] or 0), m["f"] or "")
+        elif c.isdecimal() and (m := _P_CLOCK.match(text, pos)):
+            if a.time is None:  # no date: sortable within the day, like glog's stamp within the run
+                iso, a.ts = _iso(1970, 1, 1, int(m["h"]), int(m["mi"]), int(m["s"]), m["f"])
+                a.time = iso[11:]
         elif (bracket or c in _GLOG_LEVELS) and (m := _P_GLOG.match(text, pos)) and (m["file"] or m["tid"] or bracket):
             # glog has no year: keep month-day, sortable within the run
             iso, ts = _iso(1970, int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]), m["f"] or "")
