@@ -123,6 +123,7 @@ FEATURES: dict[str, str] = {
 # the finding a hypothesis was proposed for (hypotheses.FINDING_KIND the other way round)
 _KIND_FINDING = {Kind.desync: "desync", Kind.straggler: "straggler", Kind.dead_peer: "dead-peer", Kind.first: "first-collective"}
 
+STRONG = 0.8  # a cause line of at least this weight is a strong one (entry_strong, entry_beside_cause)
 _GAP_FULL = 600.0  # seconds: NCCL's default collective timeout; a gap this long counts fully
 MIN_GAP = 2.0  # seconds: below this, ranks stopped together
 
@@ -147,6 +148,11 @@ class EntryLines:
     cause_places: set[tuple[str, int]]  # (source, line) of its cause lines
     places: set[tuple[int | None, str, int]]  # (rank, source, line) of all its lines
     first_by_time: int | None  # _first_by_time(causes)
+
+    @property
+    def strong(self) -> bool:
+        """A cause line of weight >= STRONG fired."""
+        return any(w >= STRONG for w in self.weights)
 
 
 def entry_lines(kb: KnowledgeBase, evs: list[Event]) -> EntryLines:
@@ -192,7 +198,7 @@ class Context:
     main_busy: set[int]  # {0} when unranked lines of long work appear while other ranks wait
     desync_entries: frozenset[str]  # entries of the collective-desync class
     explainers: dict[str, frozenset[str]]  # entry id -> the findings it explains (of the entries whose lines fired)
-    strong_causes: frozenset[str]  # entries with a cause line of weight >= 0.8 here
+    strong_causes: frozenset[str]  # entries with a strong cause line (EntryLines.strong) here
 
 
 def context(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Context:
@@ -215,7 +221,7 @@ def context(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Context
         timeout_seconds(table), outlived_peers(table), _gone(kb, events), main_process_busy(kb, table, events),
         frozenset(e.id for e in kb if e.class_ == "collective-desync"),
         {eid: frozenset(x.value for x in kb.get(eid).explains) for eid in by_entry},
-        frozenset(eid for eid, ln in by_entry.items() if any(w >= 0.8 for w in ln.weights)),
+        frozenset(eid for eid, ln in by_entry.items() if ln.strong),
     )
 
 
@@ -239,7 +245,7 @@ def featurize(h: Hypothesis, cx: Context) -> dict[str, float]:
     f: dict[str, float] = {}
 
     f["entry_cause"] = max(lines.weights, default=0.0)
-    f["entry_strong"] = float(any(w >= 0.8 for w in lines.weights))
+    f["entry_strong"] = float(lines.strong)
     f["entry_signatures"] = min(len(lines.signatures), 4) / 4
     f["entry_context"] = min(len(lines.context_signatures), 3) / 3
     f["entry_symptom_only"] = float(bool(evs) and not causes and lines.any_symptom)

@@ -111,14 +111,19 @@ def parse_stack_dumps(text: str, source: str = "<text>") -> list[StackDump]:
         return [d for d in _split_pyspy(lines, source) if d.threads]
     if any(_FH_THREAD.match(ln) for ln in lines):
         return [_parse_faulthandler(text, source)]
-    if any(_GDB_THREAD.match(a) and _GDB_FRAME.match(b) for a, b in zip(lines, lines[1:])):
+    if _thread_then_frame(lines, _GDB_THREAD, _GDB_FRAME):
         return [_parse_gdb(lines, source, bool(_GDB_CORE.search(text)))]
     return []
 
 
+def _thread_then_frame(lines: list[str], thread: re.Pattern[str], frame: re.Pattern[str]) -> bool:
+    """A thread line of a format directly followed by one of its frames."""
+    return any(thread.match(a) and frame.match(b) for a, b in zip(lines, lines[1:]))
+
+
 def _pyspy_text(lines: list[str]) -> bool:
     """A py-spy thread line followed by one of its frames (with or without "Process N:")."""
-    return any(_PYSPY_THREAD.match(a) and _PYSPY_FRAME.match(b) for a, b in zip(lines, lines[1:]))
+    return _thread_then_frame(lines, _PYSPY_THREAD, _PYSPY_FRAME)
 
 
 _RANK_HEADER = re.compile(r"\brank[\s_:=#-]*(\d{1,6})\b", re.I)
