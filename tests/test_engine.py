@@ -861,3 +861,18 @@ def test_a_traceback_cut_right_after_its_header_is_a_failure_of_its_rank(kb):
             + '[rank7]:   File "train.py", line 3, in <module>\n[rank7]: ValueError: bad value\n')
     events = _diag(kb, full).weighing.att.events
     assert not [e for e in events if e.captures.get("cut")]
+
+
+def test_a_windows_traceback_through_init_is_a_rendezvous_failure(kb):
+    # traceback_frames patterns are written with "/": a Windows path's backslashes must read the same
+    # (frames from pytorch/pytorch#85621, a gloo job on Windows; the error a Windows socket error)
+    text = (
+        'Traceback (most recent call last):\n'
+        '  File "c:\\Users\\belof\\Desktop\\temp\\examples\\ddp_cpu.py", line 64, in init_process\n'
+        '    dist.init_process_group("gloo", rank=rank, world_size=world_size)\n'
+        '  File "C:\\Users\\belof\\Desktop\\temp\\.venv\\lib\\site-packages\\torch\\distributed\\distributed_c10d.py", line 602, in init_process_group\n'
+        '    default_pg = _new_process_group_helper(\n'
+        "OSError: [WinError 10049] The requested address is not valid in its context\n"
+    )
+    top = _diag(kb, text).diagnoses[0]
+    assert (top.entry, top.klass) == ("rendezvous-unclassified-exception", "rendezvous-init")

@@ -59,3 +59,19 @@ def test_a_label_without_a_rank_accepts_what_the_evidence_can_say(kb):
     oom = kb.get("cuda-out-of-memory")
     assert oom.scope.value == "rank"
     assert is_right({"class": oom.class_, "rank": None, "also": []}, oom, (3,), {})
+
+
+def test_a_threshold_set_by_decision_is_kept_only_within_the_promise(tmp_path, capsys):
+    # `python -m rankdoctor.fit --threshold T`: a chosen verdict threshold is written when its
+    # cross-validated confident-wrong rate stays within 3 %, and refused (nothing written) when not
+    pytest.importorskip("scipy")
+    import json
+
+    from rankdoctor.fit import main
+
+    roots = [str(SCENARIOS / "real-holdout17")]  # a set with misses: a threshold of 0.01 diagnoses them all
+    out = tmp_path / "weights.json"
+    assert main(["--out", str(out), "--threshold", "0.01", *roots]) == 1
+    assert "refused" in capsys.readouterr().err and not out.exists()
+    assert main(["--out", str(out), "--threshold", "0.97", *roots]) == 0
+    assert json.loads(out.read_text())["threshold"] == 0.97

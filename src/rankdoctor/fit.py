@@ -353,6 +353,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="refit with the committed lambda and fail if the weights differ")
     ap.add_argument("--lower-threshold", action="store_true",
                     help="take the cross-validated threshold even when it is lower than the committed one")
+    ap.add_argument("--threshold", type=float, default=None,
+                    help="set the verdict threshold by decision (refused when its cross-validated confident-wrong "
+                         "rate exceeds 3 %%); the committed one is kept otherwise")
     a = ap.parse_args(argv)
     cases = load_cases(a.roots)
     if not cases:
@@ -396,6 +399,13 @@ def main(argv: list[str] | None = None) -> int:
         threshold = kept
     elif kept is not None and threshold < kept and not a.lower_threshold:
         threshold = kept  # a fresh choice lower than the committed one: the stricter one stays
+    if a.threshold is not None:
+        wrong = sum(confident_wrong(p, a.threshold) for p in failed_preds)
+        if wrong > THRESHOLD_KEEP_LIMIT * len(failed_preds):
+            print(f"threshold {a.threshold:.2f} refused: cross-validated confident wrong {wrong}/{len(failed_preds)}", file=sys.stderr)
+            return 1
+        threshold = a.threshold
+    print(f"thresholds: cross-validated choice {choose_threshold(preds):.2f}, committed {kept}, taken {threshold:.2f}")
     feats, null = fit_weights(cases, lam)
     roots = {}
     for c in cases:

@@ -185,7 +185,8 @@ def generate(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> list[H
 
 def framed_entries(kb: KnowledgeBase, ev: Event) -> list[Entry]:
     """Entries whose ``traceback_frames`` match a frame of the exception's traceback."""
-    frames = [ln for ln in [*ev.context, ev.text] if 'File "' in ln or "frame #" in ln]
+    # a Windows path's backslashes read as slashes, so one pattern serves both
+    frames = [ln.replace("\\", "/") for ln in [*ev.context, ev.text] if 'File "' in ln or "frame #" in ln]
     if not frames:
         return []
     return [e for e in kb if e.traceback_frames and any(re.search(rx, ln) for rx in e.traceback_frames for ln in frames)]
