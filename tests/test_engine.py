@@ -445,6 +445,18 @@ def test_srun_task_lists_and_per_node_launchers(kb):
     assert 1 not in read_launcher(scan_text(kb, text).facts).by_rank()
 
 
+def test_horovods_exit_lines_are_launcher_records_in_exit_order(kb):
+    # "Process N exit with status code C." (horovod/runner/gloo_run.py, N the slot's rank): the
+    # first printed ended first, and a shell's 128+N status is signal N
+    from rankdoctor.diagnose.launcher import read_launcher
+
+    text = (SCENARIOS / "real-holdout83/horovod-2907-elastic-rank-killed-gloo-ioexception/log.txt").read_bytes()
+    summary = read_launcher(scan_text(kb, text).facts)
+    recs = summary.by_rank()
+    assert recs[0].exitcode == -9 and recs[3].exitcode == -6 and recs[2].exitcode == -6
+    assert summary.root() is recs[0]
+
+
 @pytest.mark.parametrize("rel, shown", [
     # a traceback cut before its exception line still shows a failure (its last frame)
     pytest.param("real-holdout8/vllm-torchrun-eaddrinuse-29500/log.txt", "static_tcp_rendezvous.py", id="traceback_cut_before_its_exception_line"),

@@ -29,6 +29,8 @@ from rankdoctor.scan import scan_sources, scan_text
         ),
         # Open MPI --tag-output + NCCL host:pid:tid [dev] (real: comms-06)
         ("[1,1]<stdout>:chifflot-7:67918:67950 [0] init.cc:748 NCCL WARN Duplicate GPU detected", 1, None, "chifflot-7", None),
+        # Horovod's launcher, "[rank]<stream>:" (real: horovod#2907, held-out set CA)
+        ("[2]<stderr>:terminate called after throwing an instance of 'gloo::IoException'", 2, None, None, None),
         # verbose glog level V (real lab: compile-desync)
         (
             "[default3]:[rank3]:V1130 05:08:07.170000 8641 torch/_dynamo/symbolic_convert.py:5124] [0/0] [__graph_breaks] Graph break",

@@ -39,6 +39,10 @@ FACTS: dict[str, str] = {
     "lc-composer-crash": r"\bRank (?P<rank>\d+) crashed with exit code (?P<exitcode>-?\d+)\.",
     "lc-composer-exit": r"\bGlobal rank (?P<rank>\d+) \(PID (?P<pid>\d+)\) exited with code (?P<exitcode>-?\d+)",
     "lc-composer-sigterm": r"\bKilling global rank (?P<rank>\d+) \(PID (?P<pid>\d+)\) with SIGTERM",
+    # Horovod's launcher (horovod/runner/gloo_run.py, "Process {idx} exit with status code {ec}."
+    # with idx = the slot's rank): a worker that exited non-zero, in the order they exited; a
+    # status above 128 is a shell's report of a signal (137 = SIGKILL)
+    "lc-horovod-exit": r"\bProcess (?P<rank>\d+) exit with status code (?P<exitcode>-?\d+)\.",
     # srun's record of tasks that ended (Slurm's launch plugin: "%s: %s %s: Exited with exit code %d"
     # and "%s: %s %s: %s%s" with strsignal()): "srun: error: node1: task 5: Exited with exit code 1",
     # "srun: error: node1: tasks 0,2,6: Killed", "tasks 9-10,12-15: Terminated". The task id is the

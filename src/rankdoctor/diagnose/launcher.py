@@ -129,6 +129,17 @@ def read_launcher(facts: list[Fact]) -> LauncherSummary:
                                    exitcode=code, time=f.time, block=False,
                                    killed_by_launcher=after_first and code in (-9, -15), srun=True)
                     )
+            elif f.fact == "lc-horovod-exit":
+                # Horovod prints each worker's non-zero exit as it happens: the first is the
+                # first to end; a shell's 128+N is signal N
+                code = _i(f.captures.get("exitcode"))
+                if code is not None and code > 128:
+                    code = 128 - code
+                first = not any(r.root_cause for r in summary.records[first_of_source:])
+                summary.records.append(
+                    ExitRecord(source, f.line, f.line, rank=_i(f.captures.get("rank")), host=f.host,
+                               exitcode=code, time=f.time, root_cause=first, block=False)
+                )
             elif f.fact == "lc-spawn-exited":
                 # torch.multiprocessing.spawn: the first process join() saw fail; a signal by name
                 code = _i(f.captures.get("exitcode"))

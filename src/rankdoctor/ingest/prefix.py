@@ -3,7 +3,7 @@
 Prefixes stack (``gpu-q-49: [default0]:[rank12]:[E817 17:40:34.227 ProcessGroupNCCL.cpp:1515] ...``)
 so they are peeled one at a time from the start of the line. Formats are the ones seen in
 real logs (../shared/LOGFORMATS.md): a ``grep`` file-name prefix, torchrun ``[rankN]:`` (global) and ``[defaultN]:``
-(local), ``srun -l`` ``N: ``, Open MPI ``[1,N]<stderr>:``, Lightning ``[rank: N]``,
+(local), ``srun -l`` ``N: ``, Open MPI ``[1,N]<stderr>:`` (Horovod ``[N]<stderr>:``), Lightning ``[rank: N]``,
 pdsh/DeepSpeed host prefixes, kubectl ``--prefix``, Ray actor prefixes, glog and ISO
 timestamps, NCCL's ``host:pid:tid [dev]``, torch_npu's ``[ERROR] <time> (PID:p, Device:d, RankID:r)``,
 dmesg.
@@ -63,7 +63,9 @@ _P_ISO = re.compile(
 )
 _P_RANK = re.compile(r"\[rank(?P<rank>\d+)\]: ?")
 _P_DEFAULT = re.compile(r"\[(?:default|[A-Za-z_]+)(?P<local_rank>\d+)\]: ?")
-_P_MPI = re.compile(r"\[\d+,(?P<rank>\d+)\]<(?:stdout|stderr)>: ?")
+# (Open MPI's --tag-output "[job,rank]<stream>:"; Horovod's own launcher writes "[rank]<stream>:",
+# horovod/runner/common/util/safe_shell_exec.py prefix_connection)
+_P_MPI = re.compile(r"\[(?:\d+,)?(?P<rank>\d+)\]<(?:stdout|stderr)>: ?")
 _P_LIGHTNING = re.compile(r"\[rank: (?P<rank>\d+)\] ?")
 # Determined wraps each worker's stream as "[rank=N] " (determined's worker_process_wrapper.py); a
 # log viewer's empty bracket pair before it ("[] [rank=0] ...", a field with no value) says nothing
