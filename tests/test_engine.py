@@ -888,3 +888,11 @@ def test_a_windows_traceback_through_init_is_a_rendezvous_failure(kb):
     )
     top = _diag(kb, text).diagnoses[0]
     assert (top.entry, top.klass) == ("rendezvous-unclassified-exception", "rendezvous-init")
+
+
+def test_a_rank_cut_off_entering_main_process_first_waits_for_rank_0(kb):
+    # rank 7's traceback stops entering `with training_args.main_process_first(...)`: the barrier
+    # of that block waits for the main process, busy with the work inside it (real: Ascend/pytorch#62)
+    text = (SCENARIOS / "real-holdout87/ascend-pytorch-62-main-process-first-timeout/log.txt").read_bytes()
+    top = _diag(kb, text).diagnoses[0]
+    assert (top.klass, top.initiating_rank) == ("straggler-timeout", 0)

@@ -306,14 +306,16 @@ def _cut_tracebacks(scan: ScanResult) -> list[Event]:
         key = (f.source, f.rank, f.local_rank, f.host)
         last[key] = f
         frames.setdefault(key, []).append(f)
-    calls = {(f.source, f.line) for f in scan.facts if f.fact == "py-collective-call"}
+    calls = {(f.source, f.line): f.captures.get("value", "") for f in scan.facts if f.fact == "py-collective-call"}
     out = []
     for (source, rank, local_rank, host), f in last.items():
         if any(0 < line - f.line <= _CUT_AFTER for line in ends.get((source, rank, local_rank), ())):
             continue
         captures = {"value": "(a traceback cut off before its exception line)", "cut": "1"}
-        if _cut_in_wait(frames[(source, rank, local_rank, host)], calls):
+        if (waited_in := _cut_in_wait(frames[(source, rank, local_rank, host)], calls)) is not None:
             captures["waiting"] = "1"  # it stopped in a barrier or a collective: waiting for peers
+            if waited_in:
+                captures["wait_call"] = waited_in  # the call it waited in, where its code names one
         out.append(Event("", "python-exception", TRACE, f.source, f.line, f.text, f.rank, f.local_rank, f.host,
                          None, None, f.time, f.ts, captures, [x.text for x in frames[(source, rank, local_rank, host)][-_FRAMES_KEPT:]]))
     # a traceback cut right after its "Traceback (most recent call last):" line (a paste that
@@ -337,24 +339,28 @@ _LIBRARY_FRAME = re.compile(r"[/\\](?:site-packages|dist-packages|lib[/\\]python
 _TRACE_GAP = 4  # lines between two frames of one traceback (a code line, carets)
 
 
-def _cut_in_wait(frames: list, calls: set[tuple[str, int]]) -> bool:
+def _cut_in_wait(frames: list, calls: dict[tuple[str, int], str]) -> str | None:
     """A traceback cut off where it waits for its peers: its last frame is a barrier or a
     collective of torch.distributed / Accelerate / DeepSpeed, or the last frame of the program's
     own code calls one (the code line below it) and only library frames follow (entering
-    `with training_args.main_process_first():` goes through contextlib before the barrier)."""
+    `with training_args.main_process_first():` goes through contextlib before the barrier).
+    The call it waited in ("main_process_first", "barrier"; "" when only the frame's function
+    says so), or None when it did not stop in a wait."""
     f = frames[-1]
     m = FRAME.search(f.text)
-    if (f.source, f.line + 1) in calls or (m and m["func"] in _WAIT_CALLS and DIST_PATH.search(m["path"])):
-        return True
+    if (f.source, f.line + 1) in calls:
+        return calls[(f.source, f.line + 1)]
+    if m and m["func"] in _WAIT_CALLS and DIST_PATH.search(m["path"]):
+        return ""
     for i in range(len(frames) - 2, max(-1, len(frames) - 6), -1):
         if frames[i + 1].line - frames[i].line > _TRACE_GAP:
-            return False  # another traceback's frame
+            return None  # another traceback's frame
         m = FRAME.search(frames[i + 1].text)
         if not m or not _LIBRARY_FRAME.search(m["path"]):
-            return False  # the program's own code below: it did not stop in the call
+            return None  # the program's own code below: it did not stop in the call
         if (frames[i].source, frames[i].line + 1) in calls:
-            return True
-    return False
+            return calls[(frames[i].source, frames[i].line + 1)]
+    return None
 
 
 # frames of the threads and calls that wait for peers: the NCCL watchdog and heartbeat monitor, a

@@ -296,6 +296,9 @@ def late_accused(kb: KnowledgeBase, events: list[Event]) -> set[int]:
     return out
 
 
+MAIN_FIRST_CALLS = frozenset({"main_process_first", "local_main_process_first", "torch_distributed_zero_first"})
+
+
 def main_process_busy(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> set[int]:
     """{0} when lines of long work (a progress bar, a checkpoint write: context lines of an
     entry that explains a straggler) carry no rank while other ranks wait and rank 0 does
@@ -303,6 +306,11 @@ def main_process_busy(kb: KnowledgeBase, table: RankTable, events: list[Event]) 
     torchrun prefixes only tracebacks with a rank."""
     if not (table.waiting_ranks or table.unranked_accuses or table.unranked_waits) or 0 in table.waiting_ranks:
         return set()
+    # a rank cut off entering a "main process first" block (HF TrainingArguments' and Accelerate's
+    # main_process_first, YOLOv5's torch_distributed_zero_first) waits in a barrier that the main
+    # process reaches only when its own work in the block (tokenizing, caching, downloading) is done
+    if any(e.captures.get("wait_call") in MAIN_FIRST_CALLS and e.rank not in (None, 0) for e in events):
+        return {0}
     busy = any(
         e.role == "context" and e.rank is None and e.local_rank is None and e.entry
         and "straggler" in {x.value for x in kb.get(e.entry).explains}
