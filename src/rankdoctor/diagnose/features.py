@@ -47,6 +47,7 @@ FEATURES: dict[str, str] = {
     "kind_first": "proposed as an explanation of a hang in the job's first collective",
     "kind_generic": "proposed for a failure line no entry names",
     "kind_generic_framed": "proposed for an exception no entry names whose traceback passes through the code this entry is about (its traceback_frames)",
+    "generic_beside_cause": "proposed for a failure line no entry names (an unknown or cut-off exception, an abort), while another entry's strong cause line (weight >= 0.8) fired in the same run: the unknown failure may be that cause's own report",
     # the cross-rank finding the entry explains, as strong as the table shows it
     "finding_desync": "the entry explains a desync, and the reports, fingerprints, dumps or lines show one",
     "finding_fr_mismatch": "the entry explains a desync, and the Flight Recorder dumps show the ranks' collectives differ",
@@ -261,6 +262,7 @@ def featurize(h: Hypothesis, cx: Context) -> dict[str, float]:
     for k in Kind:
         f["kind_" + k.name] = float(h.kind == k)
     f["kind_generic_framed"] = float(h.kind == Kind.generic and bool(entry.traceback_frames))
+    f["generic_beside_cause"] = float(h.kind == Kind.generic and bool(cx.strong_causes - {entry.id}))
 
     explains = {x.value for x in entry.explains}
     f["finding_desync"] = cx.finding["desync"] if "desync" in explains else 0.0
