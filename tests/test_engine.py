@@ -896,3 +896,24 @@ def test_a_rank_cut_off_entering_main_process_first_waits_for_rank_0(kb):
     text = (SCENARIOS / "real-holdout87/ascend-pytorch-62-main-process-first-timeout/log.txt").read_bytes()
     top = _diag(kb, text).diagnoses[0]
     assert (top.klass, top.initiating_rank) == ("straggler-timeout", 0)
+
+
+def test_a_rank_cut_off_inside_torch_distributed_zero_first_waits_for_the_main_process(kb):
+    # YOLOv5's context manager (utils/torch_utils.py: `dist.barrier(device_ids=[local_rank])` for
+    # every rank but local rank 0): the traceback stops in the barrier inside it, so the frame
+    # of the context manager itself says whom the rank waited for
+    text = (
+        "[rank9]:Traceback (most recent call last):\n"
+        '[rank9]:  File "/workspace/yolov5/train.py", line 120, in train\n'
+        "[rank9]:    with torch_distributed_zero_first(LOCAL_RANK):\n"
+        '[rank9]:  File "/usr/lib/python3.10/contextlib.py", line 135, in __enter__\n'
+        "[rank9]:    return next(self.gen)\n"
+        '[rank9]:  File "/workspace/yolov5/utils/torch_utils.py", line 40, in torch_distributed_zero_first\n'
+        "[rank9]:    dist.barrier(device_ids=[local_rank])\n"
+        '[rank9]:  File "/usr/local/lib/python3.10/dist-packages/torch/distributed/distributed_c10d.py", line 3685, in barrier\n'
+        "[rank9]:    work = default_pg.barrier(opts=opts)\n"
+    )
+    d = _diag(kb, text)
+    assert [e.captures.get("wait_call") for e in d.weighing.att.events if e.captures.get("waiting")] == ["torch_distributed_zero_first"]
+    top = d.diagnoses[0]
+    assert (top.klass, top.initiating_rank) == ("straggler-timeout", 0)

@@ -313,6 +313,7 @@ def _cut_tracebacks(scan: ScanResult) -> list[Event]:
             continue
         captures = {"value": "(a traceback cut off before its exception line)", "cut": "1"}
         if (waited_in := _cut_in_wait(frames[(source, rank, local_rank, host)], calls)) is not None:
+            waited_in = _main_first_block(frames[(source, rank, local_rank, host)]) or waited_in
             captures["waiting"] = "1"  # it stopped in a barrier or a collective: waiting for peers
             if waited_in:
                 captures["wait_call"] = waited_in  # the call it waited in, where its code names one
@@ -361,6 +362,26 @@ def _cut_in_wait(frames: list, calls: dict[tuple[str, int], str]) -> str | None:
         if (frames[i].source, frames[i].line + 1) in calls:
             return calls[(frames[i].source, frames[i].line + 1)]
     return None
+
+
+# context managers that make every rank but the main one wait in a barrier while it does the work
+# in the block (HF TrainingArguments' and Accelerate's main_process_first, YOLOv5's
+# torch_distributed_zero_first)
+MAIN_FIRST_CALLS = frozenset({"main_process_first", "local_main_process_first", "torch_distributed_zero_first"})
+
+
+def _main_first_block(frames: list) -> str:
+    """The "main process first" context manager a traceback that stopped in a wait was
+    entering, when one of its last frames is that function (the barrier in it is what waited;
+    a cut before the function's own frame is read from the `with` line, _cut_in_wait)."""
+    last = frames[-6:]
+    for i in range(len(last) - 1, -1, -1):
+        if i < len(last) - 1 and last[i + 1].line - last[i].line > _TRACE_GAP:
+            break  # another traceback's frame
+        m = FRAME.search(last[i].text)
+        if m and m["func"] in MAIN_FIRST_CALLS:
+            return m["func"]
+    return ""
 
 
 # frames of the threads and calls that wait for peers: the NCCL watchdog and heartbeat monitor, a

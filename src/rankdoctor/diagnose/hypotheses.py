@@ -17,7 +17,7 @@ from enum import Enum
 from ..events import Event
 from ..kb.loader import KnowledgeBase
 from ..kb.model import Entry
-from .attribution import FATAL, TRACE, WARNED
+from .attribution import FATAL, MAIN_FIRST_CALLS, TRACE, WARNED
 from .ranktable import (
     REPORT_CLASSES, WAIT_CLASSES, End, FR_HANG, FR_MISMATCH, RankTable, fingerprint_minority, fingerprints_ahead, fingerprints_differ, first_collective_hang,
     first_collective_stated,
@@ -296,11 +296,9 @@ def late_accused(kb: KnowledgeBase, events: list[Event]) -> set[int]:
     return out
 
 
-MAIN_FIRST_CALLS = frozenset({"main_process_first", "local_main_process_first", "torch_distributed_zero_first"})
-
-
 def main_process_busy(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> set[int]:
-    """{0} when lines of long work (a progress bar, a checkpoint write: context lines of an
+    """The main process that a rank cut off entering a "main process first" block waited for;
+    else {0} when lines of long work (a progress bar, a checkpoint write: context lines of an
     entry that explains a straggler) carry no rank while other ranks wait and rank 0 does
     not: training frameworks print such progress from the main process (rank 0) only, and
     torchrun prefixes only tracebacks with a rank."""
@@ -309,8 +307,15 @@ def main_process_busy(kb: KnowledgeBase, table: RankTable, events: list[Event]) 
     # a rank cut off entering a "main process first" block (HF TrainingArguments' and Accelerate's
     # main_process_first, YOLOv5's torch_distributed_zero_first) waits in a barrier that the main
     # process reaches only when its own work in the block (tokenizing, caching, downloading) is done
-    if any(e.captures.get("wait_call") in MAIN_FIRST_CALLS and e.rank not in (None, 0) for e in events):
-        return {0}
+    # (the node's local rank 0 for the node-local forms, where the waiting rank's local rank
+    # says which node; Accelerate's and HF's main_process_first may be either: rank 0 then)
+    mains = {
+        e.rank - e.local_rank if e.captures["wait_call"] != "main_process_first" and e.local_rank is not None
+        and 0 <= e.local_rank <= e.rank else 0
+        for e in events if e.captures.get("wait_call") in MAIN_FIRST_CALLS and e.rank not in (None, 0)
+    }
+    if mains:
+        return mains - table.waiting_ranks or {0}
     busy = any(
         e.role == "context" and e.rank is None and e.local_rank is None and e.entry
         and "straggler" in {x.value for x in kb.get(e.entry).explains}
