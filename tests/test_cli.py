@@ -81,6 +81,18 @@ def test_healthy_exit_zero():
     assert json.loads(r.stdout)["verdict"] == "no-failure-found"
 
 
+def test_a_failure_nothing_explains_is_not_reported_as_no_signature():
+    # bare C++ frames of a c10::Error in the heartbeat monitor, no message: the run reads as failed
+    # (inconclusive, exit 3) with no hypothesis, and the report must not say that nothing fired
+    log = SCENARIOS / "real-holdout55" / "pytorch-123969-shutdown-store-check-race-none" / "log.txt"
+    r = run_cli("diagnose", str(log))
+    text = " ".join(r.stdout.decode().split())  # as one line: the terminal report wraps
+    assert r.returncode == 3
+    assert "no explanation fits it" in text and "No failure signature fired" not in text
+    md = " ".join(run_cli("diagnose", str(log), "--format", "markdown").stdout.decode().split())
+    assert "no explanation fits it" in md
+
+
 def test_inconclusive_exit_three_names_the_missing_fact(tmp_path):
     # only the collateral: one rank's watchdog line, nothing about who it waited for
     line = (SCENARIOS / "real" / "comms-11-peer-crash-funasr-rank2-oom" / "log.txt").read_text().splitlines()[-1]

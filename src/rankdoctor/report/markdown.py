@@ -85,7 +85,12 @@ def render_markdown(d: Diagnosis) -> str:
     out.append(f"Inputs: {len(d.inputs)} file(s), {sum(i.lines for i in d.inputs):,} lines · ranks seen: {seen}")
     out.append("")
     if not d.diagnoses:
-        out.append("No failure signature fired. Healthy-looking noise (NCCL INFO, warnings) is ignored on purpose.")
+        if d.verdict == "inconclusive":
+            from .text import NO_EXPLANATION
+
+            out.append(NO_EXPLANATION)
+        else:
+            out.append("No failure signature fired. Healthy-looking noise (NCCL INFO, warnings) is ignored on purpose.")
         return "\n".join(out) + "\n"
     top = d.diagnoses[0]
     out += [

@@ -14,6 +14,12 @@ from ..diagnose.model import Diagnosis
 _STYLE = {"diagnosed": "bold red", "inconclusive": "bold yellow", "no-failure-found": "bold green"}
 _ROLE = {"cause": "red", "symptom": "yellow", "context": "cyan"}
 
+# an inconclusive answer with no hypothesis: the run failed, but nothing explains how
+NO_EXPLANATION = (
+    "A failure shows (a rank stopped while waiting, or a failure line of no known kind), but no explanation "
+    "fits it. Collect every rank's full output (torchrun --log-dir logs --tee 3 ...) and run rankdoctor on all of it."
+)
+
 
 def render_text(d: Diagnosis, console: Console, verbose: bool = False) -> None:
     lines = sum(i.lines for i in d.inputs)
@@ -28,7 +34,10 @@ def render_text(d: Diagnosis, console: Console, verbose: bool = False) -> None:
     for w in d.warnings:
         console.print(Text("warning: " + w, style="yellow"))
     if not d.diagnoses:
-        console.print("No failure signature fired. (Healthy noise — NCCL INFO, deprecation warnings — is ignored on purpose.)")
+        if d.verdict == "inconclusive":
+            console.print(NO_EXPLANATION)
+        else:
+            console.print("No failure signature fired. (Healthy noise — NCCL INFO, deprecation warnings — is ignored on purpose.)")
         return
     top = d.diagnoses[0]
     head = Table.grid(padding=(0, 2))
