@@ -391,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     # the verdict threshold keeps confident wrong answers rare over the runs as given and over
     # the logs-only views of the runs with dumps (what a user without dumps gets) together
     extra = [p for p in preds if p.case.endswith(LOGS_ONLY)]
-    threshold = choose_threshold(preds)
+    threshold = fresh = choose_threshold(preds)
     kept = _committed_threshold(a.out)
     failed_preds = [p for p in preds if p.failed_run]
     if kept is not None and kept < threshold and (
@@ -405,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"threshold {a.threshold:.2f} refused: cross-validated confident wrong {wrong}/{len(failed_preds)}", file=sys.stderr)
             return 1
         threshold = a.threshold
-    print(f"thresholds: cross-validated choice {choose_threshold(preds):.2f}, committed {kept}, taken {threshold:.2f}")
+    print(f"thresholds: cross-validated choice {fresh:.2f}, committed {kept}, taken {threshold:.2f}")
     feats, null = fit_weights(cases, lam)
     roots = {}
     for c in cases:

@@ -251,7 +251,8 @@ def featurize(h: Hypothesis, cx: Context) -> dict[str, float]:
     f["entry_context"] = min(len(lines.context_signatures), 3) / 3
     f["entry_symptom_only"] = float(bool(evs) and not causes and lines.any_symptom)
     f["entry_none"] = float(not evs)
-    f["entry_beside_cause"] = float(f["entry_symptom_only"] and bool(cx.strong_causes - {entry.id}))
+    beside = bool(cx.strong_causes - {entry.id})  # another entry's strong cause line fired here
+    f["entry_beside_cause"] = float(f["entry_symptom_only"] and beside)
     if not evs and h.kind in _KIND_FINDING:
         finding = _KIND_FINDING[h.kind]
         f["entry_displaced"] = float(any(
@@ -262,7 +263,7 @@ def featurize(h: Hypothesis, cx: Context) -> dict[str, float]:
     for k in Kind:
         f["kind_" + k.name] = float(h.kind == k)
     f["kind_generic_framed"] = float(h.kind == Kind.generic and bool(entry.traceback_frames))
-    f["generic_beside_cause"] = float(h.kind == Kind.generic and bool(cx.strong_causes - {entry.id}))
+    f["generic_beside_cause"] = float(h.kind == Kind.generic and beside)
 
     explains = {x.value for x in entry.explains}
     f["finding_desync"] = cx.finding["desync"] if "desync" in explains else 0.0

@@ -16,6 +16,7 @@ import re
 
 from ..diagnose.collectives import compress_ranks
 from ..diagnose.model import Diagnosis, Step
+from . import NO_EXPLANATION
 
 _VERDICT = {
     "diagnosed": "Diagnosed",
@@ -86,8 +87,6 @@ def render_markdown(d: Diagnosis) -> str:
     out.append("")
     if not d.diagnoses:
         if d.verdict == "inconclusive":
-            from .text import NO_EXPLANATION
-
             out.append(NO_EXPLANATION)
         else:
             out.append("No failure signature fired. Healthy-looking noise (NCCL INFO, warnings) is ignored on purpose.")

@@ -10,15 +10,10 @@ from rich.text import Text
 
 from ..diagnose.collectives import compress_ranks
 from ..diagnose.model import Diagnosis
+from . import NO_EXPLANATION
 
 _STYLE = {"diagnosed": "bold red", "inconclusive": "bold yellow", "no-failure-found": "bold green"}
 _ROLE = {"cause": "red", "symptom": "yellow", "context": "cyan"}
-
-# an inconclusive answer with no hypothesis: the run failed, but nothing explains how
-NO_EXPLANATION = (
-    "A failure shows (a rank stopped while waiting, or a failure line of no known kind), but no explanation "
-    "fits it. Collect every rank's full output (torchrun --log-dir logs --tee 3 ...) and run rankdoctor on all of it."
-)
 
 
 def render_text(d: Diagnosis, console: Console, verbose: bool = False) -> None:
