@@ -473,6 +473,18 @@ def test_a_failure_no_entry_names_is_not_healthy(kb, rel, shown):
     assert any(shown in e.text for e in top.evidence)
 
 
+def test_a_launchers_report_of_a_failed_worker_is_a_failure(kb):
+    # torchrun's summary cut before it says which worker failed and how (real paste:
+    # jzhang38/EasyContext#11): the run failed, nothing says why, so no failure is named
+    d = _diag(kb, (SCENARIOS / "real-holdout81/easycontext-11-oom-700k-seq/log.txt").read_text())
+    assert d.verdict == "inconclusive" and not d.diagnoses
+    # its exception line alone (torch/distributed/elastic/multiprocessing/errors/__init__.py)
+    assert _diag(kb, "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n").verdict == "inconclusive"
+    # DeepSpeed's launcher after a worker exited non-zero, naming no rank
+    line = "[launch.py:325:sigkill_handler] exits with return code = 1\n"
+    assert _diag(kb, line).verdict == "inconclusive"
+
+
 def test_a_cpp_backtrace_without_its_message_is_a_failure(kb):
     from rankdoctor.diagnose.attribution import attribute
 

@@ -29,7 +29,7 @@ from .frcandidates import fr_events
 from .hypotheses import Hypothesis, generate
 from .model import Diagnosis, InputInfo
 from .present import to_finding
-from .ranktable import End, RankTable, build_rank_table, fingerprints_differ, is_cut_wait, mark_hung
+from .ranktable import LAUNCHER_FAILED, End, RankTable, build_rank_table, fingerprints_differ, is_cut_wait, mark_hung
 from .ras import ras_notes
 from .scoring import Weights, default_weights, posterior
 
@@ -203,6 +203,13 @@ def _shows_failure(att: Attributed, table: RankTable, fr: "FRReport | None") -> 
     if table.unranked_failures or any(rw.failures for rw in table.rows.values()):
         return True
     if any(rw.end in (End.own_death, End.died_waiting) for rw in table.rows.values()):
+        return True
+    # a launcher's report that a worker failed, when the paste stops before saying whose
+    # (torchrun's "train.py FAILED" block or its ChildFailedError, spawn's exceptions) or
+    # names no rank ("exits with return code = 1"): the run failed, how is not shown
+    if att.summary.failed_reported or any(r.exitcode for r in att.summary.records):
+        return True
+    if any(e.signature == "python-exception" and LAUNCHER_FAILED.search(e.captures.get("value", "")) for e in att.events):
         return True
     # TORCH_DISTRIBUTED_DEBUG=DETAIL fingerprints: ranks last entered different collectives
     if fingerprints_differ(table):

@@ -62,6 +62,9 @@ class LauncherSummary:
     records: list[ExitRecord] = field(default_factory=list)
     sigterm_pids: set[int] = field(default_factory=set)
     forced_kill_pids: set[int] = field(default_factory=set)
+    # torchrun's summary says a worker failed ("train.py FAILED" above its Failures / Root
+    # Cause sections), whether or not the paste goes on to say which one and how
+    failed_reported: bool = False
 
     def by_rank(self) -> dict[int, ExitRecord]:
         out: dict[int, ExitRecord] = {}
@@ -95,6 +98,8 @@ def read_launcher(facts: list[Fact]) -> LauncherSummary:
             elif f.fact == "tr-failures":
                 section = "failures"
                 current = None
+            elif f.fact == "tr-failed-binary":
+                summary.failed_reported = True
             elif f.fact == "tr-index":
                 current = ExitRecord(source, f.line, f.line, root_cause=(section == "root"))
                 summary.records.append(current)

@@ -37,6 +37,8 @@ WAIT_CLASSES = frozenset({"straggler-timeout", "peer-rank-crashed", "collective-
 REPORT_CLASSES = WAIT_CLASSES | {"host-oom"}
 # exceptions raised by launchers about their workers, not by a worker about itself
 LAUNCHER_EXCEPTIONS = re.compile(r"(?:ChildFailedError|SignalException|ProcessRaisedException|ProcessExitedException)$")
+# ... of them, those that report a worker's failure (SignalException is the launcher's own stop)
+LAUNCHER_FAILED = re.compile(r"(?:ChildFailedError|ProcessRaisedException|ProcessExitedException)$")
 # Flight Recorder findings: the ranks' collectives differ, or some ranks are behind
 FR_MISMATCH = frozenset({"type-mismatch", "size-mismatch", "dtype-mismatch", "extra-collective"})
 FR_HANG = frozenset({"lagging", "stuck", "missing-ranks"})
