@@ -485,6 +485,16 @@ def test_a_launchers_report_of_a_failed_worker_is_a_failure(kb):
     assert _diag(kb, line).verdict == "inconclusive"
 
 
+def test_a_native_crash_inside_the_checkpoint_writer_is_a_checkpoint_failure(kb):
+    # tvm-ffi's SIGSEGV banner, then native frames as 'File "<unknown>", line 0, in <symbol>'
+    # down to torch.save's zip writer (real paste: NVIDIA-NeMo/Megatron-Bridge#2355, rank 93)
+    d, top = _top_of(kb, "real-holdout90/Megatron-Bridge-2355-gb200-ckpt-save-segfault/log.txt")
+    assert (top.klass, top.initiating_ranks) == ("checkpoint-error", [93])
+    assert any("Segfault encountered" in e.text for e in top.evidence)
+    # the banner alone is a fatal signal of the rank that printed it
+    assert _diag(kb, "[rank3]:!!!!!!! Segfault encountered !!!!!!!\n").verdict != "no-failure-found"
+
+
 def test_a_cpp_backtrace_without_its_message_is_a_failure(kb):
     from rankdoctor.diagnose.attribution import attribute
 

@@ -97,8 +97,10 @@ FACTS: dict[str, str] = {
     # object at address 0x10)", ucs/debug/debug.c) and Open MPI's ("[host:21766] Signal:
     # Segmentation fault (11)", opal/util/stacktrace.c), each followed by its own backtrace;
     # and UCX's backtrace header alone ("==== backtrace (tid:   4304) ===="), which it prints
-    # only on its way down (a fatal signal or a failed assertion)
-    "fatal-signal": r"^(?:==== backtrace \(tid:\s*\d+\) ====\s*$|Fatal Python error: (?P<value>Segmentation fault|Floating point exception|Bus error|Illegal instruction)\s*$|(?:Segmentation fault|Floating point exception|Bus error|Illegal instruction) \(core dumped\)\s*$|\[[^\]\s]+\] (?:Caught signal \d+ \(|Signal: )(?:Segmentation fault|Floating point exception|Bus error|Illegal instruction)\b)",
+    # only on its way down (a fatal signal or a failed assertion); and tvm-ffi's SIGSEGV handler
+    # (src/ffi/backtrace.cc, loaded with FlashInfer and other kernels built on it), its banner
+    # and then the native frames as 'File "<unknown>", line 0, in <symbol>'
+    "fatal-signal": r"^(?:==== backtrace \(tid:\s*\d+\) ====\s*$|!!!!!!! Segfault encountered !!!!!!!\s*$|Fatal Python error: (?P<value>Segmentation fault|Floating point exception|Bus error|Illegal instruction)\s*$|(?:Segmentation fault|Floating point exception|Bus error|Illegal instruction) \(core dumped\)\s*$|\[[^\]\s]+\] (?:Caught signal \d+ \(|Signal: )(?:Segmentation fault|Floating point exception|Bus error|Illegal instruction)\b)",
     # a frame of c10's C++ backtrace (c10/util/Backtrace.cpp: "frame #3: c10d::PrefixStore::get(...)
     # + 0x32 (0x7f49b752bb42 in .../libtorch_cpu.so)"), printed under the error's message and
     # "Exception raised from ... (most recent call first):"
