@@ -466,6 +466,9 @@ def test_horovods_exit_lines_are_launcher_records_in_exit_order(kb):
     # faulthandler's report of a fatal signal, behind a Ray worker's prefix (real paste:
     # PeterGriffinJin/Search-R1#134, a SIGFPE in a GEMM)
     pytest.param("real-holdout33/search-r1-134-h20-cublas-sigfpe/log.txt", "Fatal Python error: Floating point exception", id="fatal_signal_reported_by_faulthandler"),
+    # Intel oneCCL's own error level as a log's last line, after its own timestamp (real paste:
+    # deepspeedai/DeepSpeed#5313, a CPU pipeline run whose key-value store never connected)
+    pytest.param("real-holdout80/deepspeed-5313-pipe-cpu-ccl-wrong-iface/log.txt", "|CCL_ERROR|", id="oneccl_error_level"),
 ])
 def test_a_failure_no_entry_names_is_not_healthy(kb, rel, shown):
     d, top = _top_of(kb, rel)

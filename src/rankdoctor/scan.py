@@ -74,7 +74,8 @@ _EXCEPTION_LINE = re.compile(FACTS["py-exception"])
 # a message that reports an error that ended something: a level word or "Error:" at its start, a
 # failed/aborted/killed process, an exception's name; a warning that mentions an error is no end
 END_ERROR = re.compile(
-    r"^(?:\[?(?:ERROR|FATAL|CRITICAL)\]?[\s:]|(?i:error|fatal)\s*:)|"
+    # (Intel oneCCL's level marker, after its own timestamp: "2024:03:27-22:24:25:(86734) |CCL_ERROR| ...")
+    r"^(?:\[?(?:ERROR|FATAL|CRITICAL)\]?[\s:]|(?i:error|fatal)\s*:)|\|CCL_(?:ERROR|FATAL)\||"
     r"\b(?:failed|Aborted|Killed|core dumped|Segmentation fault|[A-Z]\w*(?:Error|Exception))\b"
 )
 WARNISH = re.compile(r"(?i)\bwarn(?:ing)?\b|^\[?W\d{4} |^\[W ")
