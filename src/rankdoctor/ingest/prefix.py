@@ -71,6 +71,12 @@ _P_LIGHTNING = re.compile(r"\[rank: (?P<rank>\d+)\] ?")
 # log viewer's empty bracket pair before it ("[] [rank=0] ...", a field with no value) says nothing
 _P_RANK_EQ = re.compile(r"\[rank=(?P<rank>\d+)\] ?")
 _P_EMPTY = re.compile(r"\[\] ")
+# ... behind the log record's container id (its first 8 hex digits, bare or in brackets, or
+# "<none>" when the record has none) and its timestamp: "<none> [2022-07-13 05:54:27] [d2997185]
+# [rank=15] ..." and "[2024-02-27T21:35:28.419846Z] fa88a9df [rank=5] || ..." (the CLI's "||"
+# before the message)
+_P_DET_CID = re.compile(r"(?:<none>|\[[0-9a-f]{8}\]|[0-9a-f]{8}) (?=\[(?:rank=\d|\d{4}-))")
+_P_DET_SEP = re.compile(r"\|\| ?")
 # torch_npu's (Ascend) error header: "[ERROR] 2024-08-28-16:15:00 (PID:15597, Device:2, RankID:2) ERR00100
 # PTA call acl api failed" (RankID is the RANK of the process, -1 before it is known); the CANN
 # error code lines under it ("EL0004: ... Failed to allocate memory.") are that rank's
@@ -106,6 +112,7 @@ _P_PIPE = re.compile(r" *\| ")  # CI log viewers
 _P_QUOTE = re.compile(r" {0,3}>(?: |$)")  # a log pasted as a Markdown block quote ("> [rank3]: ...")
 _P_PYTEST = re.compile(r"E {3,}(?=\S)")  # pytest's failure report ("E       RuntimeError: ...")
 _P_SPACE = re.compile(r"[ \t]+")
+_HEX = frozenset("0123456789abcdef")
 
 
 @dataclass(frozen=True)
@@ -181,6 +188,10 @@ def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, 
         elif bracket and (m := _P_RANK_EQ.match(text, pos)):
             a.rank = int(m["rank"])
         elif bracket and (m := _P_EMPTY.match(text, pos)):
+            pass
+        elif (bracket or c == "<" or c in _HEX) and (m := _P_DET_CID.match(text, pos)):
+            pass
+        elif c == "|" and a.rank is not None and (m := _P_DET_SEP.match(text, pos)):
             pass
         elif bracket and (m := _P_NPU_ERR.match(text, pos)):
             a.time, a.ts = _iso(int(m["y"]), int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]))
