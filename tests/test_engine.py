@@ -469,6 +469,11 @@ def test_horovods_exit_lines_are_launcher_records_in_exit_order(kb):
     # Intel oneCCL's own error level as a log's last line, after its own timestamp (real paste:
     # deepspeedai/DeepSpeed#5313, a CPU pipeline run whose key-value store never connected)
     pytest.param("real-holdout80/deepspeed-5313-pipe-cpu-ccl-wrong-iface/log.txt", "|CCL_ERROR|", id="oneccl_error_level"),
+    # gdb's backtrace of a core file, the process in abort() under std::terminate (real:
+    # stas00/ml-engineering's debugging chapter, a ProcessGroupNCCL watchdog rethrowing)
+    pytest.param("real-holdout94/blog-mleng-gdb-nccl-opa-system-error/log.txt", "in abort ()", id="gdb_core_backtrace_in_abort"),
+    # an exception line a reporter set in bold: still the traceback's exception
+    pytest.param("real-holdout94/DeepSpeed-2973-store-barrier-conn-reset/log.txt", "RuntimeError: Connection reset by peer", id="exception_line_in_markdown_bold"),
 ])
 def test_a_failure_no_entry_names_is_not_healthy(kb, rel, shown):
     d, top = _top_of(kb, rel)

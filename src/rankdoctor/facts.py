@@ -85,7 +85,11 @@ FACTS: dict[str, str] = {
     "py-p2p-call": r"^\s*(?:[\w.]+\.)?(?P<value>i?send|i?recv)\(\s*(?:tensor\s*=\s*)?[\w.\[\]]+\s*,\s*(?:(?:src|dst)\s*=\s*)?(?P<peer_rank>\d+)\s*[,)]",
     # a C++ exception that ended the process (std::terminate), and its message: gloo's
     # EnforceNotMet, c10::Error, NCCL and CUDA errors raised outside Python
-    "cpp-terminate": r"terminate called (?:after throwing an instance of '(?P<value>[^']+)'|recursively|without an active exception)",
+    # ... and the same abort as gdb shows it in a core file's backtrace: its own "Program terminated
+    # with signal SIGABRT" line, or the backtrace's first frames in abort() ("#1 0x... in abort ()
+    # from /lib64/libc.so.6")
+    "cpp-terminate": r"terminate called (?:after throwing an instance of '(?P<value>[^']+)'|recursively|without an active exception)"
+                     r"|^Program terminated with signal SIGABRT\b|^#[01]\s+(?:0x[0-9A-Fa-f]+ in )?(?:__GI_)?abort \(",
     "cpp-what": r"^\s*what\(\):\s+(?P<value>\S.*)",
     # a fatal signal that ended the process by a fault of its own: faulthandler's report ("Fatal
     # Python error: Floating point exception", Python's faulthandler.c names SIGSEGV, SIGFPE,
@@ -100,7 +104,9 @@ FACTS: dict[str, str] = {
     # only on its way down (a fatal signal or a failed assertion); and tvm-ffi's SIGSEGV handler
     # (src/ffi/backtrace.cc, loaded with FlashInfer and other kernels built on it), its banner
     # and then the native frames as 'File "<unknown>", line 0, in <symbol>'
-    "fatal-signal": r"^(?:==== backtrace \(tid:\s*\d+\) ====\s*$|!!!!!!! Segfault encountered !!!!!!!\s*$|Fatal Python error: (?P<value>Segmentation fault|Floating point exception|Bus error|Illegal instruction)\s*$|(?:Segmentation fault|Floating point exception|Bus error|Illegal instruction) \(core dumped\)\s*$|\[[^\]\s]+\] (?:Caught signal \d+ \(|Signal: )(?:Segmentation fault|Floating point exception|Bus error|Illegal instruction)\b)",
+    "fatal-signal": r"^(?:==== backtrace \(tid:\s*\d+\) ====\s*$|!!!!!!! Segfault encountered !!!!!!!\s*$|Fatal Python error: (?P<value>Segmentation fault|Floating point exception|Bus error|Illegal instruction)\s*$|(?:Segmentation fault|Floating point exception|Bus error|Illegal instruction) \(core dumped\)\s*$|\[[^\]\s]+\] (?:Caught signal \d+ \(|Signal: )(?:Segmentation fault|Floating point exception|Bus error|Illegal instruction)\b"
+                    # gdb opening a core file: "Program terminated with signal SIGSEGV, Segmentation fault."
+                    r"|Program terminated with signal SIG(?:SEGV|BUS|FPE|ILL)\b)",
     # a frame of c10's C++ backtrace (c10/util/Backtrace.cpp: "frame #3: c10d::PrefixStore::get(...)
     # + 0x32 (0x7f49b752bb42 in .../libtorch_cpu.so)"), printed under the error's message and
     # "Exception raised from ... (most recent call first):"

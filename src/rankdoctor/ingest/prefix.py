@@ -111,6 +111,8 @@ _P_GREPFILE = re.compile(r"(?P<file>[\w.-]+(?:/[\w.-]+)*\.(?:log|txt|out|err))[:
 _P_PIPE = re.compile(r" *\| ")  # CI log viewers
 _P_QUOTE = re.compile(r" {0,3}>(?: |$)")  # a log pasted as a Markdown block quote ("> [rank3]: ...")
 _P_PYTEST = re.compile(r"E {3,}(?=\S)")  # pytest's failure report ("E       RuntimeError: ...")
+# an exception line a reporter set in Markdown bold ("**RuntimeError: Connection reset by peer**")
+_P_BOLD_EXC = re.compile(r"\*\*(?=[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure)\b)")
 _P_SPACE = re.compile(r"[ \t]+")
 _HEX = frozenset("0123456789abcdef")
 
@@ -148,6 +150,9 @@ def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, 
             pos = m.end()
             continue
         if dialect.pytest and pos == 0 and (m := _P_PYTEST.match(text)):
+            pos = m.end()
+            continue
+        if text.startswith("**", pos) and (m := _P_BOLD_EXC.match(text, pos)):
             pos = m.end()
             continue
         if dialect.hosts:
