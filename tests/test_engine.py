@@ -947,3 +947,12 @@ def test_a_rank_cut_off_inside_torch_distributed_zero_first_waits_for_the_main_p
     assert [e.captures.get("wait_call") for e in d.weighing.att.events if e.captures.get("waiting")] == ["torch_distributed_zero_first"]
     top = d.diagnoses[0]
     assert (top.klass, top.initiating_rank) == ("straggler-timeout", 0)
+
+
+def test_a_rank_named_only_for_reporting_a_mismatch_is_not_said_to_have_taken_the_other_path(kb):
+    # a pipeline stage's recv rejects a larger message (gloo's size check) on rank 0; its sender,
+    # rank 4, left no line of its own (lab: p2p-shape, PP 2 x TP 2 x DP 2): the answer may name
+    # the reporter, but not as the rank that issued the other operation
+    d, top = _top_of(kb, "lab-pg2d/p2p-shape-pp2tp2dp2-r4-s3/console.log")
+    assert d.verdict == "inconclusive"
+    assert "reported the mismatch" in top.root_cause and "took the other path" not in top.root_cause

@@ -218,7 +218,11 @@ def _root_cause(a: "Answer", w: "Weighing", collateral: list[int]) -> str:
             parts.append(f"The last collective each rank entered differs ({detail}).")
         else:
             parts.append("The ranks issued different collectives.")
-        if ranks:
+        if ranks and f.get("claim_reporter_only"):
+            # its only failure is its own report of the mismatch, which either side can make
+            parts.append(f"{Who} reported the mismatch; either side of a mismatch can be the one to report it, "
+                         "so the rank that issued the other operation may be where it started.")
+        elif ranks:
             parts.append(f"{Who} took the other path.")
             if f.get("claim_odd_sender"):
                 reporters = sorted({e.rank for e in w.att.events if e.cap_int("sender_rank") == ranks[0] and e.rank is not None})
