@@ -47,9 +47,9 @@ from rankdoctor.scan import scan_sources, scan_text
         # ... behind the record's container id and time, as the CLI prints trial logs (real pastes:
         # determined-ai/determined#4531, "<none>" and a bracketed id; a locked scenario's "|| " form)
         ("<none> [2022-07-13 05:54:27] [d2997185] [rank=15]     default_pg = _get_default_group()", 15, None, None, "2022-07-13T05:54:27"),
+        ("[2024-02-27T21:35:28.419846Z] fa88a9df [rank=5] || RuntimeError: DDP expects same model across all ranks, but Rank 5 has", 5, None, None, "2024-02-27T21:35:28.419846"),
         # an exception line set in Markdown bold by the reporter (real paste: deepspeedai/DeepSpeed#2973)
         ("**RuntimeError: Connection reset by peer**", None, None, None, None),
-        ("[2024-02-27T21:35:28.419846Z] fa88a9df [rank=5] || RuntimeError: DDP expects same model across all ranks, but Rank 5 has", 5, None, None, "2024-02-27T21:35:28.419846"),
         # torch_npu's error header on Ascend (real paste: hiyouga/LlamaFactory#5322); RankID -1 is no rank
         ("[ERROR] 2024-08-28-16:15:00 (PID:15597, Device:2, RankID:2) ERR00100 PTA call acl api failed", 2, None, None, "2024-08-28T16:15:00"),
         ("[ERROR] 2025-07-01-00:40:04 (PID:176930, Device:0, RankID:-1) ERR01100 OPS call acl api failed.", None, None, None, "2025-07-01T00:40:04"),
@@ -404,7 +404,8 @@ def test_a_dateless_clock_before_a_rank_prefix_is_the_lines_time():
 
 def test_an_exception_line_in_markdown_bold_is_read_from_its_name():
     # (real paste: deepspeedai/DeepSpeed#2973); bold around other text is left alone
-    a, pos = parse_prefix(clean("**RuntimeError: Connection reset by peer**"))
-    assert clean("**RuntimeError: Connection reset by peer**")[pos:].startswith("RuntimeError:")
+    line = clean("**RuntimeError: Connection reset by peer**")
+    a, pos = parse_prefix(line)
+    assert line[pos:].startswith("RuntimeError:")
     a, pos = parse_prefix(clean("**Update:** it works now"))
     assert pos == 0

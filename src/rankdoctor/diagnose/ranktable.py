@@ -35,10 +35,11 @@ WAIT_CLASSES = frozenset({"straggler-timeout", "peer-rank-crashed", "collective-
 # ... and those whose symptom lines report a process killed from outside it (by a launcher
 # tearing the job down, srun, the kernel's OOM killer): neither kind is a failure of the printer
 REPORT_CLASSES = WAIT_CLASSES | {"host-oom"}
-# exceptions raised by launchers about their workers, not by a worker about itself
-LAUNCHER_EXCEPTIONS = re.compile(r"(?:ChildFailedError|SignalException|ProcessRaisedException|ProcessExitedException)$")
-# ... of them, those that report a worker's failure (SignalException is the launcher's own stop)
-LAUNCHER_FAILED = re.compile(r"(?:ChildFailedError|ProcessRaisedException|ProcessExitedException)$")
+# exceptions raised by launchers about their workers, not by a worker about itself: those that
+# report a worker's failure, and SignalException, the launcher's own stop
+_WORKER_FAILED = ("ChildFailedError", "ProcessRaisedException", "ProcessExitedException")
+LAUNCHER_FAILED = re.compile(rf"(?:{'|'.join(_WORKER_FAILED)})$")
+LAUNCHER_EXCEPTIONS = re.compile(rf"(?:{'|'.join((*_WORKER_FAILED, 'SignalException'))})$")
 # Flight Recorder findings: the ranks' collectives differ, or some ranks are behind
 FR_MISMATCH = frozenset({"type-mismatch", "size-mismatch", "dtype-mismatch", "extra-collective"})
 FR_HANG = frozenset({"lagging", "stuck", "missing-ranks"})
