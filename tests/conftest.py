@@ -147,3 +147,19 @@ def pytest_xdist_make_scheduler(config, log):
             return ONE_WORKER_GROUPS.get(module, nodeid)
 
     return OneWorkerGroups(config, log)
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below ``pid`` (children, their children ...), read from /proc."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {p for p, pp in parents.items() if pp in frontier} - found
+        found |= frontier
+    return found

@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .conftest import ROOT
+from .conftest import ROOT, descendants
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads server memory from /proc (Linux)")
 
@@ -101,21 +101,6 @@ def _status_kb(pid: int, field: str) -> int:
     return int(re.search(rf"^{field}:\s+(\d+) kB", text, re.M).group(1))
 
 
-def _descendants(pid: int) -> set[int]:
-    parents: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parents[int(stat.parent.name)] = int(fields[1])
-    found, frontier = set(), {pid}
-    while frontier:
-        frontier = {p for p, pp in parents.items() if pp in frontier} - found
-        found |= frontier
-    return found
-
-
 def _alive(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
@@ -126,7 +111,7 @@ def _alive(pid: int) -> bool:
 def _peak_rss_kb(proc: subprocess.Popen) -> dict[int, int]:
     """VmHWM (the most resident memory each process ever had) of the server and its workers."""
     out = {}
-    for pid in {proc.pid, *_descendants(proc.pid)}:
+    for pid in {proc.pid, *descendants(proc.pid)}:
         try:
             out[pid] = _status_kb(pid, "VmHWM")
         except (OSError, AttributeError):
@@ -370,7 +355,7 @@ def test_while_a_hostile_diagnosis_runs_others_are_served_and_sigterm_stops_serv
             assert httpx.get(base + url, timeout=10).status_code == 200
         assert httpx.post(base + "/api/diagnose", content=_log(), headers={"content-type": "text/plain"}, timeout=30).status_code == 200
         assert hostile.is_alive() and not out  # all that while the hostile one was running
-        family = _descendants(proc.pid)
+        family = descendants(proc.pid)
         assert family  # the fork server and the workers
         proc.send_signal(signal.SIGTERM)
         proc.wait(15)  # raises TimeoutExpired if SIGTERM did not stop it

@@ -17,7 +17,7 @@ import pytest
 
 import rankdoctor
 
-from .conftest import ROOT
+from .conftest import ROOT, descendants
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("torch") is None, reason="torch is not installed (make test installs torch==2.13.0)"
@@ -59,7 +59,14 @@ def hung_snapshot(tmp_path_factory):
         snap = out / "snapshot"
         shutil.copytree(logs, snap)
     finally:
+        # torchrun's workers run in sessions of their own: killing torchrun's group leaves them
+        family = descendants(proc.pid)
         os.killpg(proc.pid, signal.SIGKILL)
+        for pid in family:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         proc.wait()
     return snap
 
