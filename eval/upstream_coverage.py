@@ -33,8 +33,10 @@ TABLES = HERE / "upstream"
 
 
 def as_logged(row: dict[str, str]) -> str:
-    """The example as it would appear on a log line."""
-    text = (row.get("example") or "").replace("\\n", "\n").split("\n")[0]
+    """The example as it would appear on a log line: its first line with text (a message that
+    starts with a newline shows its text on the next line of the log)."""
+    lines = (row.get("example") or "").replace("\\n", "\n").split("\n")
+    text = next((ln for ln in lines if ln.strip()), "")
     repo, kind = row.get("repo", ""), row.get("kind", "")
     if repo == "NVIDIA/nccl" and kind == "warn" and "NCCL WARN" not in text:
         return "node1:2345:2390 [0] NCCL WARN " + text
