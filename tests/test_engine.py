@@ -474,6 +474,9 @@ def test_horovods_exit_lines_are_launcher_records_in_exit_order(kb):
     pytest.param("real-holdout94/blog-mleng-gdb-nccl-opa-system-error/log.txt", "in abort ()", id="gdb_core_backtrace_in_abort"),
     # an exception line a reporter set in bold: still the traceback's exception
     pytest.param("real-holdout94/DeepSpeed-2973-store-barrier-conn-reset/log.txt", "RuntimeError: Connection reset by peer", id="exception_line_in_markdown_bold"),
+    # LLVM libc++abi's one-line std::terminate report, as PyTorch's macOS builds print it (real
+    # paste: SMILELab-FL/FedLab#340, gloo's libuv transport rejecting a message's size)
+    pytest.param("real-holdout96/FedLab-340-gloo-uv-enforce-macos/log.txt", "libc++abi: terminating due to uncaught exception", id="libcxxabi_terminate"),
 ])
 def test_a_failure_no_entry_names_is_not_healthy(kb, rel, shown):
     d, top = _top_of(kb, rel)
