@@ -477,6 +477,9 @@ def test_horovods_exit_lines_are_launcher_records_in_exit_order(kb):
     # LLVM libc++abi's one-line std::terminate report, as PyTorch's macOS builds print it (real
     # paste: SMILELab-FL/FedLab#340, gloo's libuv transport rejecting a message's size)
     pytest.param("real-holdout96/FedLab-340-gloo-uv-enforce-macos/log.txt", "libc++abi: terminating due to uncaught exception", id="libcxxabi_terminate"),
+    # a traceback kept as one escaped string, a torchelastic error record's message (real paste:
+    # huggingface/transformers#25695): its exception follows an escaped newline
+    pytest.param("real-holdout97/transformers-25695-fsdp-gradaccum-shard-mismatch/log.txt", "RuntimeError: The size of tensor a", id="escaped_traceback_in_one_line"),
 ])
 def test_a_failure_no_entry_names_is_not_healthy(kb, rel, shown):
     d, top = _top_of(kb, rel)

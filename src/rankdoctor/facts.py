@@ -71,6 +71,10 @@ FACTS: dict[str, str] = {
     # log.critical("Uncaught %s: %s", exctype.__name__, value, exc_info=...)), in a log line
     # whose prefix (host:rank, logger:line, level) the prefix parser does not strip
     "py-uncaught": r"\bCRITICAL\b.{0,80}?\bUncaught (?P<value>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit)): ",
+    # a traceback kept as one escaped string ("...\\n  File \\"adamw.py\\", line 502, in step\\n
+    # RuntimeError: ...\\n"): a torchelastic error file's message, a JSON log record or a repr
+    # printed whole; its exception is the line after an escaped newline
+    "py-escaped": r"\\n(?P<value>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit)): \S",
     # a traceback frame: where a traceback was when a paste or a dying process cut it off
     "py-frame": r"^\s*File \"(?P<value>[^\"]+)\", line \d+, in \S+",
     # a traceback's code line that calls a barrier or a collective ("accelerator.wait_for_everyone()",
@@ -145,7 +149,7 @@ FACTS: dict[str, str] = {
 # The facts that are an error report's own line (a Python exception, a logged uncaught one, a C++
 # abort and its what()): the scanner keeps the lines above them, and a traceback or a backtrace
 # near one is that error's, not one cut off before its message.
-ERROR_FACTS = frozenset({"py-exception", "py-uncaught", "cpp-terminate", "cpp-what", "fatal-signal"})
+ERROR_FACTS = frozenset({"py-exception", "py-uncaught", "py-escaped", "cpp-terminate", "cpp-what", "fatal-signal"})
 
 # What the byte scanner looks for instead of a fact's own regex, where that is much cheaper
 # and finds every line the regex matches. "[0]:" alone on a line: with its `$` the pattern

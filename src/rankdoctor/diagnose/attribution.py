@@ -31,9 +31,9 @@ TAIL = "tail"  # a rank's last timestamped line
 ACTIVITY = "activity"  # a rank's last line that reports work, not trouble
 WARNED = "nccl-warn"  # a NCCL WARN line no entry but the generic one names: an unknown NCCL failure
 
-_FACT_ROLES = {"py-exception": TRACE, "py-uncaught": TRACE, "py-traceback": TRACE, "cpp-terminate": FATAL, "cpp-what": FATAL,
+_FACT_ROLES = {"py-exception": TRACE, "py-uncaught": TRACE, "py-escaped": TRACE, "py-traceback": TRACE, "cpp-terminate": FATAL, "cpp-what": FATAL,
                "fatal-signal": FATAL}
-_FACT_SIGNATURES = {"py-exception": "python-exception", "py-uncaught": "python-exception", "py-traceback": "python-traceback",
+_FACT_SIGNATURES = {"py-exception": "python-exception", "py-uncaught": "python-exception", "py-escaped": "python-exception", "py-traceback": "python-traceback",
                     "cpp-terminate": "cpp-terminate", "cpp-what": "cpp-what", "fatal-signal": "fatal-signal"}
 _STREAM_LOOKBACK = 12  # lines above an unprefixed fatal line searched for the rank it interrupts
 
