@@ -487,6 +487,18 @@ def test_a_failure_no_entry_names_is_not_healthy(kb, rel, shown):
     assert any(shown in e.text for e in top.evidence)
 
 
+def test_a_fatal_signal_is_framed_by_the_stack_faulthandler_prints_below_it(kb):
+    # torchrun itself segfaulting while it builds its c10d rendezvous backend: faulthandler's
+    # frames under "Fatal Python error: Segmentation fault" are in the rendezvous code (real
+    # paste: NVIDIA/TransformerEngine#1011, held-out set CS)
+    d, top = _top_of(kb, "real-holdout101/TransformerEngine-1011-torchrun-rendezvous-segfault/log.txt")
+    assert top.klass == "rendezvous-init"
+    # the same report with the stack left out says only that a process crashed
+    text = (SCENARIOS / "real-holdout101/TransformerEngine-1011-torchrun-rendezvous-segfault/log.txt").read_text()
+    cut = text[: text.index("Current thread")]
+    assert _diag(kb, cut).diagnoses[0].klass == "peer-rank-crashed"
+
+
 def test_a_launchers_report_of_a_failed_worker_is_a_failure(kb):
     # torchrun's summary cut before it says which worker failed and how (real paste:
     # jzhang38/EasyContext#11): the run failed, nothing says why, so no failure is named

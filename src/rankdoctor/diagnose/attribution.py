@@ -249,11 +249,13 @@ def _fact_events(kb: KnowledgeBase, scan: ScanResult) -> list[Event]:
     """Python exceptions, C++ aborts, each rank's last lines and the jumps in a run's numbers
     that an entry reads (its computed signatures), as events."""
     out = []
+    after = _fault_frames_after(scan)
     for f in scan.facts:
         role = _FACT_ROLES.get(f.fact)
         if role:
             out.append(Event("", _FACT_SIGNATURES[f.fact], role, f.source, f.line, f.text, f.rank, f.local_rank, f.host,
-                             None, None, f.time, f.ts, dict(f.captures), list(f.context), f.folded))
+                             None, None, f.time, f.ts, dict(f.captures), list(f.context) + after.get((f.source, f.line), []),
+                             f.folded))
     out += _cut_tracebacks(scan)
     for entry, sig, f, detail, ranked in computed_readings(kb, scan):
         out.append(Event(entry.id, sig.id, sig.role.value, f.source, f.line, f.text, f.rank if ranked else None,
@@ -285,6 +287,28 @@ def computed_readings(kb: KnowledgeBase, scan: ScanResult) -> list[tuple]:
             out.append((*owner, f, f.captures.get("value", ""), True))
     if (owner := kb.computed("rank-claimed-twice")) is not None:
         out += [(*owner, c.fact, c.detail, False) for c in claimed_twice(scan.facts)]
+    return out
+
+
+_FAULT_FRAMES_WITHIN = 60  # lines below a fatal signal's report within which faulthandler prints its stack
+
+
+def _fault_frames_after(scan: ScanResult) -> dict[tuple[str, int], list[str]]:
+    """faulthandler prints the crashing thread's stack below its "Fatal Python error: ..."
+    line, innermost frame first: those frames, per fatal-signal line, so that the code the
+    process died in frames the crash as a traceback's frames frame an exception."""
+    frames: dict[tuple, list] = {}
+    for f in scan.facts:
+        if f.fact == "py-fault-frame":
+            frames.setdefault((f.source, f.rank, f.local_rank), []).append(f)
+    out: dict[tuple[str, int], list[str]] = {}
+    if not frames:
+        return out
+    for f in scan.facts:
+        if f.fact == "fatal-signal":
+            below = [x for x in frames.get((f.source, f.rank, f.local_rank), ()) if 0 < x.line - f.line <= _FAULT_FRAMES_WITHIN]
+            if below:
+                out[(f.source, f.line)] = [x.text for x in sorted(below, key=lambda x: x.line)]
     return out
 
 

@@ -58,7 +58,7 @@ def _iso(y: int, mo: int, d: int, h: int, mi: int, s: int, frac: str = "") -> tu
 # Each prefix regex is applied at the current position (re.match with pos).
 _P_KUBECTL = re.compile(r"\[pod/(?P<host>[^/\]\s]+)/[^\]\s]*\] ")
 _P_ISO = re.compile(
-    r"\[?(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T _](?P<h>\d{2}):(?P<mi>\d{2})(?::(?P<s>\d{2}))?"
+    r"\[?(?P<y>\d{4})(?P<sep>[-/])(?P<mo>\d{2})(?P=sep)(?P<d>\d{2})[T _](?P<h>\d{2}):(?P<mi>\d{2})(?::(?P<s>\d{2}))?"
     r"(?:[.,](?P<f>\d+))?(?:Z|[+-]\d{2}:?\d{2})?\]?(?: - | \| |:? ?)"
 )
 _P_RANK = re.compile(r"\[rank(?P<rank>\d+)\]: ?")
