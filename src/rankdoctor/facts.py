@@ -92,12 +92,12 @@ FACTS: dict[str, str] = {
     "py-p2p-call": r"^\s*(?:[\w.]+\.)?(?P<value>i?send|i?recv)\(\s*(?:tensor\s*=\s*)?[\w.\[\]]+\s*,\s*(?:(?:src|dst)\s*=\s*)?(?P<peer_rank>\d+)\s*[,)]",
     # a C++ exception that ended the process (std::terminate), and its message: gloo's
     # EnforceNotMet, c10::Error, NCCL and CUDA errors raised outside Python
-    # ... and the same abort as gdb shows it in a core file's backtrace: its own "Program terminated
-    # with signal SIGABRT" line, or the backtrace's first frames in abort() ("#1 0x... in abort ()
-    # from /lib64/libc.so.6")
     # LLVM's libc++abi (PyTorch's macOS builds) says the same on one line, the exception's type and
     # message after it: "libc++abi: terminating due to uncaught exception of type gloo::EnforceNotMet:
     # [enforce fail at ...]" (older: "libc++abi.dylib: terminating with uncaught exception of type ...")
+    # ... and the same abort as gdb shows it in a core file's backtrace: its own "Program terminated
+    # with signal SIGABRT" line, or the backtrace's first frames in abort() ("#1 0x... in abort ()
+    # from /lib64/libc.so.6")
     "cpp-terminate": r"terminate called (?:after throwing an instance of '(?P<value>[^']+)'|recursively|without an active exception)"
                      r"|libc\+\+abi(?:\.dylib)?: terminating (?:due to|with) uncaught exception of type \S"
                      r"|^Program terminated with signal SIGABRT\b|^#[01]\s+(?:0x[0-9A-Fa-f]+ in )?(?:__GI_)?abort \(",

@@ -161,20 +161,21 @@ def generate(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> list[H
     unnamed += [(None, ev) for ev in table.unranked_failures]
     # a fatal signal or abort that only a crash entry names ("Fatal Python error: Segmentation
     # fault" is worker-segfault's) says how the process died, not where: its frames may say more
-    crash_only = {e.where for e in events if e.entry and kb.get(e.entry).class_ == "peer-rank-crashed"}
-    crash_only -= {e.where for e in events if e.entry and kb.get(e.entry).class_ != "peer-rank-crashed"}
+    named_fatal = {ev.where for _, ev in unnamed if ev.role == FATAL and ev.where in named_lines}
+    classes_at: dict[tuple, set[str]] = {}
+    for e in events if named_fatal else ():
+        if e.entry and e.where in named_fatal:
+            classes_at.setdefault(e.where, set()).add(kb.get(e.entry).class_)
     for rank, ev in unnamed:
         if ev.where in named_lines:
-            if ev.role == FATAL and ev.where in crash_only:
-                for entry in framed_entries(kb, ev):
-                    if rank is not None:
-                        add(entry, (rank,), Kind.generic)
-                    add(entry, (), Kind.generic)
-            continue
-        key = {TRACE: "exception", FATAL: "abort", WARNED: "nccl-warn"}.get(ev.role)
-        candidates = [generic[key]] if key in generic else []
-        if key in ("exception", "abort"):  # an abort's frames: a C++ backtrace above it, faulthandler's stack below
-            candidates += framed_entries(kb, ev)
+            if ev.role != FATAL or classes_at.get(ev.where) != {"peer-rank-crashed"}:
+                continue
+            candidates = framed_entries(kb, ev)  # not the generic entry: the crash entry names the line
+        else:
+            key = {TRACE: "exception", FATAL: "abort", WARNED: "nccl-warn"}.get(ev.role)
+            candidates = [generic[key]] if key in generic else []
+            if key in ("exception", "abort"):  # an abort's frames: a C++ backtrace above it, faulthandler's stack below
+                candidates += framed_entries(kb, ev)
         for entry in candidates:
             if rank is not None:
                 add(entry, (rank,), Kind.generic)
