@@ -149,6 +149,7 @@ class EntryLines:
     cause_places: set[tuple[str, int]]  # (source, line) of its cause lines
     places: set[tuple[int | None, str, int]]  # (rank, source, line) of all its lines
     first_by_time: int | None  # _first_by_time(causes)
+    self_naming: list[Event]  # cause lines whose ``rank`` capture is the printing rank
 
     @property
     def strong(self) -> bool:
@@ -173,6 +174,7 @@ def entry_lines(kb: KnowledgeBase, evs: list[Event]) -> EntryLines:
         cause_places={(e.source, e.line) for e in causes},
         places={(e.rank, e.source, e.line) for e in evs},
         first_by_time=_first_by_time(causes),
+        self_naming=[e for e in causes if e.rank is not None and e.cap_int("rank") == e.rank],
     )
 
 
@@ -236,7 +238,7 @@ def primary_failure(rw: RankRow) -> Event | None:
     return None
 
 
-_NO_LINES = EntryLines([], [], [], set(), set(), False, True, False, set(), True, set(), set(), set(), None)
+_NO_LINES = EntryLines([], [], [], set(), set(), False, True, False, set(), True, set(), set(), set(), None, [])
 
 
 def featurize(h: Hypothesis, cx: Context) -> dict[str, float]:
@@ -368,12 +370,12 @@ def _claim(h: Hypothesis, cx: Context, lines: EntryLines) -> dict[str, float]:
         and not f.get("claim_minority") and not f.get("claim_named")
         # a line that names the rank in its own words ("rank 1 issued ...") is a verdict about
         # that rank, not the printing rank's report of what reached it
-        and not any(_names_own_rank(e, ranks) for e in causes)
+        and not any(_names_own_rank(e, ranks) for e in lines.self_naming)
     )
-    f["claim_verdict"] = float(any(_names_own_rank(e, ranks) and _names_culprit(cx.kb, e) for e in causes))
+    f["claim_verdict"] = float(any(_names_own_rank(e, ranks) and _names_culprit(cx.kb, e) for e in lines.self_naming))
     f["claim_odd_sender"] = float("desync" in explains and len(ranks) == 1 and ranks <= table.odd_senders)
     f["claim_sender_in_step"] = float("desync" in explains and len(ranks) == 1 and ranks <= table.in_step_senders_of)
-    f["claim_reported_odd_sender"] = float(any(
+    f["claim_reported_odd_sender"] = float(bool(table.odd_senders) and any(
         e.rank in ranks and (s := e.cap_int("sender_rank")) in table.odd_senders and s not in ranks for e in causes))
     f["claim_fr_mismatch"] = float(all(rw.fr_kinds & FR_MISMATCH for rw in rows))
     f["claim_fr_behind"] = _cover(ranks, {r for r, rw in table.rows.items() if rw.fr_kinds & FR_HANG})
