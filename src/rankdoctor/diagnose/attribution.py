@@ -642,7 +642,11 @@ def _one_rank_sources(events: list[Event], scan: ScanResult) -> list[Event]:
     named: dict[str, set[int]] = {}
     for f in scan.facts:
         if f.fact in ("nccl-nranks", "self-rank-barrier", "self-rank-pg-destroyed", "self-rank-announce") and f.captures.get("rank", "").isdigit():
-            if f.captures.get("world_size", "2").isdigit() and int(f.captures.get("world_size", "2")) > 1:
+            # (an NCCL communicator or a store of one rank may be a sub-group of a larger job, its
+            # rank 0 not the process's global rank; Lightning's "GLOBAL_RANK: 0, MEMBER: 1/1" is
+            # the job's own size: a job of one process, all of whose lines are rank 0's)
+            ws = f.captures.get("world_size", "2")
+            if ws.isdigit() and (int(ws) > 1 or f.fact == "self-rank-announce"):
                 named.setdefault(f.source, set()).add(int(f.captures["rank"]))
     owner = {src: next(iter(rs)) for src, rs in named.items() if len(rs) == 1}
     if not owner:
