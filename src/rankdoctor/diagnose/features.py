@@ -74,6 +74,7 @@ FEATURES: dict[str, str] = {
     "claim_own_death": "the launcher saw the claimed rank die by itself (non-zero exit or a signal not sent by the launcher)",
     "claim_died_waiting": "the claimed rank exited after reporting its own timeout or lost peer (what it waited for killed it)",
     "claim_own_unbacked": "an own-failure hypothesis whose claimed rank shows no failure line of its own (only the launcher's exit record)",
+    "claim_failure_cut": "the claimed rank's failure lines include a traceback cut off before its exception line (or a backtrace without its message) and no exception line: what it died of is not shown",
     "claim_terminated": "the launcher stopped the claimed rank (SIGTERM, or SIGKILL after SIGTERM)",
     "claim_root_exit": "torchrun's 'Root Cause (first observed failure)' names the claimed rank",
     "claim_root_own_death": "torchrun's Root Cause names the claimed rank and it died by itself without having waited for a peer first",
@@ -321,6 +322,7 @@ def _claim(h: Hypothesis, cx: Context, lines: EntryLines) -> dict[str, float]:
     f["claim_own_death"] = float(all(rw.end == End.own_death for rw in rows))
     f["claim_died_waiting"] = float(all(rw.end == End.died_waiting for rw in rows))
     f["claim_own_unbacked"] = float(h.kind in (Kind.own, Kind.generic) and not any(r in cx.failed for r in ranks))
+    f["claim_failure_cut"] = float(bool(rows) and all(_only_cut(rw) for rw in rows))
     f["claim_terminated"] = float(any(rw.end == End.terminated for rw in rows))
     f["claim_root_exit"] = float(any(rw.exit is not None and rw.exit.root_cause for rw in rows))
     f["claim_root_own_death"] = float(f["claim_root_exit"] and all(rw.end == End.own_death and not rw.waits for rw in rows))
@@ -396,6 +398,13 @@ def _claim(h: Hypothesis, cx: Context, lines: EntryLines) -> dict[str, float]:
         f["others_failed"] = len(others & (failing - spread)) / len(others)
         f["claim_explains_all"] = f["claim_sole_failure"] * f["others_waiting"]
     return f
+
+
+def _only_cut(rw) -> bool:
+    """The rank's failure lines include a traceback cut off before its exception line (or a
+    C++ backtrace without its message) and no exception line: what it died of is not shown."""
+    return any("cut" in e.captures for e in rw.failures) and not any(
+        e.role == TRACE and "cut" not in e.captures for e in rw.failures)
 
 
 def _names_own_rank(ev: Event, ranks: frozenset[int] | set[int]) -> bool:
