@@ -977,3 +977,18 @@ def test_a_rank_named_only_for_reporting_a_mismatch_is_not_said_to_have_taken_th
     d, top = _top_of(kb, "lab-pg2d/p2p-shape-pp2tp2dp2-r4-s3/console.log")
     assert d.verdict == "inconclusive"
     assert "reported the mismatch" in top.root_cause and "took the other path" not in top.root_cause
+
+
+def test_a_spawned_process_whose_traceback_is_cut_is_not_a_confident_crash(kb):
+    # torch.multiprocessing.spawn's "-- Process 1 terminated with the following error:" and a
+    # traceback cut off inside DDP's forward, before its exception line (ManiSkill2-Learn#110):
+    # what the process died of is not shown, so the crash reading stays inconclusive; the same
+    # header above a complete exception line (fairscale#1139's SystemError) does not fire it
+    from rankdoctor.diagnose.engine import weigh
+
+    cut = weigh(kb, scan_text(kb, (SCENARIOS / "real-holdout40/maniskill-110-ddp-unused-params-rank1/log.txt").read_bytes()))
+    assert cut.scored[0].hyp.ranks == (1,) and cut.scored[0].features["claim_failure_cut"] == 1.0
+    d, top = _top_of(kb, "real-holdout40/maniskill-110-ddp-unused-params-rank1/log.txt")
+    assert d.verdict == "inconclusive"
+    shown = weigh(kb, scan_text(kb, (SCENARIOS / "real-holdout53/fairscale-1139-fsdp-pp-te-backward-process5/log.txt").read_bytes()))
+    assert shown.scored[0].hyp.ranks == (5,) and shown.scored[0].features["claim_failure_cut"] == 0.0

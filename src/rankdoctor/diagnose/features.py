@@ -400,7 +400,7 @@ def _claim(h: Hypothesis, cx: Context, lines: EntryLines) -> dict[str, float]:
     return f
 
 
-def _only_cut(rw) -> bool:
+def _only_cut(rw: RankRow) -> bool:
     """The rank's failure lines include a traceback cut off before its exception line (or a
     C++ backtrace without its message) and no exception line: what it died of is not shown."""
     return any("cut" in e.captures for e in rw.failures) and not any(
