@@ -79,6 +79,11 @@ def test_healthy_exit_zero():
     r = run_cli("diagnose", str(healthy), "--format", "json")
     assert r.returncode == 0
     assert json.loads(r.stdout)["verdict"] == "no-failure-found"
+    # the text and Markdown reports say what to do if the job did not end well all the same
+    text = " ".join(run_cli("diagnose", str(healthy)).stdout.decode().split())
+    assert "No failure signature fired" in text and "--hung" in text and "py-spy dump --pid" in text
+    md = " ".join(run_cli("diagnose", str(healthy), "--format", "markdown").stdout.decode().split())
+    assert "--hung" in md
 
 
 def test_a_failure_nothing_explains_is_not_reported_as_no_signature():

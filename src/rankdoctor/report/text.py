@@ -10,7 +10,7 @@ from rich.text import Text
 
 from ..diagnose.collectives import compress_ranks
 from ..diagnose.model import Diagnosis
-from . import NO_EXPLANATION
+from . import NO_EXPLANATION, NO_FAILURE_HINT
 
 _STYLE = {"diagnosed": "bold red", "inconclusive": "bold yellow", "no-failure-found": "bold green"}
 _ROLE = {"cause": "red", "symptom": "yellow", "context": "cyan"}
@@ -33,6 +33,7 @@ def render_text(d: Diagnosis, console: Console, verbose: bool = False) -> None:
             console.print(NO_EXPLANATION)
         else:
             console.print("No failure signature fired. (Healthy noise — NCCL INFO, deprecation warnings — is ignored on purpose.)")
+            console.print(Text(NO_FAILURE_HINT, style="dim"))
         return
     top = d.diagnoses[0]
     head = Table.grid(padding=(0, 2))
