@@ -90,6 +90,8 @@ def test_no_failure_report(kb):
     html = render_html(diagnose(kb, scan), scan, kb)
     assert "No failure found" in html
     assert "tl-lane" not in html  # no timeline without a failure
+    # what to do if the job hung all the same, as in the text and Markdown reports
+    assert "<code>--hung</code>" in html and "<code>py-spy dump --pid PID &gt; pyspy_rankN.txt</code>" in html
 
 
 def _positions(html: str, *marks: str) -> list[int]:

@@ -18,6 +18,7 @@ from ..diagnose.collectives import compress_ranks
 from ..diagnose.model import Diagnosis
 from ..events import ScanResult
 from ..kb.loader import KnowledgeBase
+from . import NO_EXPLANATION, NO_FAILURE, NO_FAILURE_HINT
 from .timeline import build_timeline
 
 ASSETS = Path(__file__).parent / "templates"
@@ -73,6 +74,7 @@ def make_env(*extra: BaseLoader) -> Environment:
     env.filters["natural_paths"] = natural_paths
     env.filters["run_split"] = _run_split
     env.globals["INPUTS_SHOWN"] = INPUTS_SHOWN
+    env.globals.update(NO_EXPLANATION=NO_EXPLANATION, NO_FAILURE=NO_FAILURE, NO_FAILURE_HINT=NO_FAILURE_HINT)
     return env
 
 

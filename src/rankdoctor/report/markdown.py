@@ -16,7 +16,7 @@ import re
 
 from ..diagnose.collectives import compress_ranks
 from ..diagnose.model import Diagnosis, Step
-from . import NO_EXPLANATION, NO_FAILURE_HINT
+from . import NO_EXPLANATION, NO_FAILURE, NO_FAILURE_HINT
 
 _VERDICT = {
     "diagnosed": "Diagnosed",
@@ -89,7 +89,7 @@ def render_markdown(d: Diagnosis) -> str:
         if d.verdict == "inconclusive":
             out.append(NO_EXPLANATION)
         else:
-            out.append("No failure signature fired. Healthy-looking noise (NCCL INFO, warnings) is ignored on purpose.")
+            out.append(NO_FAILURE)
             out += ["", NO_FAILURE_HINT]
         return "\n".join(out) + "\n"
     top = d.diagnoses[0]

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from ..diagnose.collectives import compress_ranks
 from ..diagnose.model import Diagnosis
-from . import NO_EXPLANATION, NO_FAILURE_HINT
+from . import NO_EXPLANATION, NO_FAILURE, NO_FAILURE_HINT, plain
 
 _STYLE = {"diagnosed": "bold red", "inconclusive": "bold yellow", "no-failure-found": "bold green"}
 _ROLE = {"cause": "red", "symptom": "yellow", "context": "cyan"}
@@ -30,10 +30,10 @@ def render_text(d: Diagnosis, console: Console, verbose: bool = False) -> None:
         console.print(Text("warning: " + w, style="yellow"))
     if not d.diagnoses:
         if d.verdict == "inconclusive":
-            console.print(NO_EXPLANATION)
+            console.print(Text(plain(NO_EXPLANATION)))
         else:
-            console.print("No failure signature fired. (Healthy noise — NCCL INFO, deprecation warnings — is ignored on purpose.)")
-            console.print(Text(NO_FAILURE_HINT, style="dim"))
+            console.print(Text(plain(NO_FAILURE)))
+            console.print(Text(plain(NO_FAILURE_HINT), style="dim"))
         return
     top = d.diagnoses[0]
     head = Table.grid(padding=(0, 2))
