@@ -339,6 +339,9 @@ INTACT = [
     "[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered at 0x7f3a2b4c5d6e (busId 1b000)",
     "2026-09-17T13:40:02.123456Z [rank: 3] Exception raised from c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout",
     "torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -9) local_rank: 3 (pid: 4242) of binary: /usr/bin/python3",
+    # a mangled C++ symbol is the extension's ABI, not a key (InternLM/InternLM-XComposer#393)
+    "ImportError: /opt/venv/lib/python3.10/site-packages/awq_inference_engine.cpython-310-x86_64-linux-gnu.so: undefined symbol: "
+    "_ZN2at4_ops15sum_dim_IntList4callERKNS_6TensorEN3c1016OptionalArrayRefIlEEbNS5_8optionalINS5_10ScalarTypeEEE",
 ]
 
 

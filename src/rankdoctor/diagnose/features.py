@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from ..events import Event
 from ..kb.loader import KnowledgeBase
 from .attribution import ACTIVITY, FATAL, TRACE
-from .hypotheses import MISMATCH_CLASSES, Hypothesis, Kind, desync_strength, main_process_busy, named_by_peers
+from .hypotheses import MISMATCH_CLASSES, Hypothesis, Kind, desync_strength, main_process_busy, named_by_peers, unnamed_failures_cut
 from .ranktable import (
     FR_HANG, FR_MISMATCH, NUMERIC_CLASS, End, RankRow, RankTable, about_peer, fingerprint_minority, fingerprints_ahead,
     first_collective_hang, first_collective_stated, order, reports_lost_peer, same_block, same_clock,
@@ -47,6 +47,7 @@ FEATURES: dict[str, str] = {
     "kind_first": "proposed as an explanation of a hang in the job's first collective",
     "kind_generic": "proposed for a failure line no entry names",
     "kind_generic_framed": "proposed for an exception no entry names whose traceback passes through the code this entry is about (its traceback_frames)",
+    "generic_cut": "proposed for a failure line no entry names, and every such line is a traceback cut off before its exception line (or a backtrace without its message): the frames say where it failed, not what",
     "generic_beside_cause": "proposed for a failure line no entry names (an unknown or cut-off exception, an abort), while another entry's strong cause line (weight >= 0.8) fired in the same run: the unknown failure may be that cause's own report",
     # the cross-rank finding the entry explains, as strong as the table shows it
     "finding_desync": "the entry explains a desync, and the reports, fingerprints, dumps or lines show one",
@@ -203,6 +204,7 @@ class Context:
     desync_entries: frozenset[str]  # entries of the collective-desync class
     explainers: dict[str, frozenset[str]]  # entry id -> the findings it explains (of the entries whose lines fired)
     strong_causes: frozenset[str]  # entries with a strong cause line (EntryLines.strong) here
+    unnamed_cut: bool  # every failure line no entry names is a traceback cut before its exception line
 
 
 def context(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Context:
@@ -226,6 +228,7 @@ def context(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Context
         frozenset(e.id for e in kb if e.class_ == "collective-desync"),
         {eid: frozenset(x.value for x in kb.get(eid).explains) for eid in by_entry},
         frozenset(eid for eid, ln in by_entry.items() if ln.strong),
+        unnamed_failures_cut(kb, table, events),
     )
 
 
@@ -267,6 +270,7 @@ def featurize(h: Hypothesis, cx: Context) -> dict[str, float]:
         f["kind_" + k.name] = float(h.kind == k)
     f["kind_generic_framed"] = float(h.kind == Kind.generic and bool(entry.traceback_frames))
     f["generic_beside_cause"] = float(h.kind == Kind.generic and beside)
+    f["generic_cut"] = float(h.kind == Kind.generic and cx.unnamed_cut)
 
     explains = {x.value for x in entry.explains}
     f["finding_desync"] = cx.finding["desync"] if "desync" in explains else 0.0

@@ -154,8 +154,7 @@ def generate(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> list[H
 
     # 3. failures no entry names: the generic entry for the failing rank, and the entries
     # whose subsystem the exception's traceback passes through
-    named_lines = {e.where for e in events if e.entry and (e.role == "cause" or (
-        e.role == "symptom" and kb.get(e.entry).class_ not in REPORT_CLASSES))}
+    named_lines = named_failure_lines(kb, events)
     generic = {f.value: e for e in kb for f in e.fallback_for}
     unnamed = [(rw.rank, ev) for rw in table.rows.values() for ev in rw.failures]
     unnamed += [(None, ev) for ev in table.unranked_failures]
@@ -191,6 +190,22 @@ def generate(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> list[H
             add(generic["exception"], tuple(sorted(ranks)), Kind.generic)
     return list(out.values())
 
+
+
+def named_failure_lines(kb: KnowledgeBase, events: list[Event]) -> set:
+    """The places of the lines an entry names as its cause (or as a symptom other than a
+    report of a peer): a failure there is that entry's, not an unknown one."""
+    return {e.where for e in events if e.entry and (e.role == "cause" or (
+        e.role == "symptom" and kb.get(e.entry).class_ not in REPORT_CLASSES))}
+
+
+def unnamed_failures_cut(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> bool:
+    """Every failure line no entry names is a traceback cut off before its exception line (or a
+    C++ backtrace without its message): what failed is not shown, only where."""
+    named = named_failure_lines(kb, events)
+    unnamed = [ev for rw in table.rows.values() for ev in rw.failures] + list(table.unranked_failures)
+    unnamed = [ev for ev in unnamed if ev.where not in named]
+    return bool(unnamed) and all("cut" in ev.captures for ev in unnamed)
 
 
 def framed_entries(kb: KnowledgeBase, ev: Event) -> list[Entry]:

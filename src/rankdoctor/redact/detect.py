@@ -207,9 +207,16 @@ def entropy(s: str, charset: str) -> float:
 _WORDISH = re.compile(r"[A-Z]?[a-z]{3,}")
 
 
+# a C++ symbol's mangled name (Itanium ABI: _ZN3c105ErrorC2..., _ZNK2at6Tensor7optionsEv), as a
+# loader's "undefined symbol:" line prints it: identifiers with their lengths, not a key
+_MANGLED = re.compile(r"_Z(?:N|K|L|S|T|\d)\w*?\d+[A-Za-z_]")
+
+
 def _is_random(tok: str) -> bool:
     """A token whose characters look drawn at random: a key, not a word or a path."""
     core = tok.rstrip("=")
+    if _MANGLED.match(core):
+        return False
     if len(core) >= 32 and re.fullmatch(r"[0-9a-fA-F]+", core):
         return bool(re.search(r"\d", core)) and bool(re.search(r"[a-fA-F]", core)) and entropy(core, _HEX.charset) > _HEX.entropy_limit
     if not (re.search(r"[a-z]", core) and re.search(r"[A-Z]", core) and re.search(r"\d", core)):
