@@ -15,6 +15,12 @@ second time, close to the first (processes start together) and with no failure o
 record in between (a restart announces every rank again after a failure), while fewer ranks
 than the announced world size appear. The entry whose signature says ``computed:
 rank-claimed-twice`` carries what that means and what to do.
+
+``beyond_world`` finds the other shape of the same mistake: a process that announces a rank
+the job's world does not have. Lightning's "GLOBAL_RANK: 1, MEMBER: 2/1" (a node given its node
+rank while the job was told it has one node), or c10d's default-group barrier completed "with 2
+nodes" while a third process adds its key for rank 2: the launch arguments of the processes
+disagree on how big the job is, and the extra process waits for a group it can never join.
 """
 
 from __future__ import annotations
@@ -25,7 +31,10 @@ from typing import Iterable
 from .facts import ERROR_FACTS
 
 ANNOUNCE = "self-rank-announce"
-DETECTORS = ("rank-claimed-twice",)
+DETECTORS = ("rank-claimed-twice", "rank-beyond-world")
+# the announcements that give the printing process's global rank (and, with a world size, the
+# size of the job as that process was told it); a barrier's only for the default group (key 1)
+_RANKED = ("self-rank-announce", "self-rank-barrier", "self-rank-store-key")
 _NEAR = 16  # lines, besides 4 per rank of the world: how close a second claim follows the first
 
 
@@ -70,3 +79,25 @@ def claimed_twice(facts: Iterable) -> list[Claim]:
                 break
             first.setdefault(r, f.line)
     return out
+
+
+def _default_group(f) -> bool:
+    return f.fact != "self-rank-barrier" or f.captures.get("key", "").endswith(":1")
+
+
+def beyond_world(facts: Iterable) -> list[Claim]:
+    """The first announcement of a global rank at or beyond the largest world size any process
+    was told (see the module's doc), on no more than one claim per job."""
+    ranked = [f for f in facts if f.fact in _RANKED and _default_group(f)]
+    worlds = [int(w) for f in ranked if (w := f.captures.get("world_size", "")).isdigit()]
+    if not worlds:
+        return []
+    world = max(worlds)
+    if world < 1:
+        return []
+    for f in sorted(ranked, key=lambda f: (f.source, f.line)):
+        r = f.captures.get("rank", "")
+        if r.isdigit() and int(r) >= world:
+            return [Claim(f, f"global rank {r} announced, but the largest world size any process was told is {world} "
+                             f"(ranks 0-{world - 1})")]
+    return []

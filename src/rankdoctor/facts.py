@@ -135,7 +135,10 @@ FACTS: dict[str, str] = {
     # lines in which the printing process states its own rank: c10d's store-based barrier
     # ("Rank 3: Completed store-based barrier for key:store_based_barrier_key:1 with 4 nodes.")
     # and ProcessGroupNCCL's abort reason at destruction ("Process Group destroyed on rank 0")
-    "self-rank-barrier": r"Rank (?P<rank>\d+): Completed store-based barrier for key:\S+ with (?P<world_size>\d+) nodes",
+    "self-rank-barrier": r"Rank (?P<rank>\d+): Completed store-based barrier for key:(?P<key>\S+) with (?P<world_size>\d+) nodes",
+    # c10d's store-based barrier of the default group (key 1), before it waits: "Added key:
+    # store_based_barrier_key:1 to store for rank: 2" (a rank outside the world: claims.py)
+    "self-rank-store-key": r"Added key: store_based_barrier_key:1 to store for rank: (?P<rank>\d+)",
     "self-rank-pg-destroyed": r"Process Group destroyed on rank (?P<rank>\d+)",
     # PyTorch Lightning's announcement before each process joins the process group
     # (lightning/fabric/utilities/distributed.py: "Initializing distributed: GLOBAL_RANK: {},

@@ -15,7 +15,7 @@ import bisect
 import re
 from dataclasses import dataclass, field, replace
 
-from ..claims import claimed_twice
+from ..claims import beyond_world, claimed_twice
 from ..events import Event, ScanResult
 from ..facts import ERROR_FACTS
 from ..ingest.prefix import parse_prefix
@@ -287,6 +287,8 @@ def computed_readings(kb: KnowledgeBase, scan: ScanResult) -> list[tuple]:
             out.append((*owner, f, f.captures.get("value", ""), True))
     if (owner := kb.computed("rank-claimed-twice")) is not None:
         out += [(*owner, c.fact, c.detail, False) for c in claimed_twice(scan.facts)]
+    if (owner := kb.computed("rank-beyond-world")) is not None:
+        out += [(*owner, c.fact, c.detail, False) for c in beyond_world(scan.facts)]
     return out
 
 
@@ -637,11 +639,12 @@ def _stream_below(events: list[Event]) -> list[Event]:
 def _one_rank_sources(events: list[Event], scan: ScanResult) -> list[Event]:
     """A source with no rank on any line, whose lines that state the printing process's rank
     (NCCL's "comm 0x... rank R nranks N cudaDev D", c10d's "Rank R: Completed store-based
-    barrier", "Process Group destroyed on rank R") all name one rank, is that rank's own log
+    barrier", "Added key: store_based_barrier_key:1 to store for rank: R", "Process Group destroyed
+    on rank R") all name one rank, is that rank's own log
     (one process's output): its unattributed lines are rank R's."""
     named: dict[str, set[int]] = {}
     for f in scan.facts:
-        if f.fact in ("nccl-nranks", "self-rank-barrier", "self-rank-pg-destroyed", "self-rank-announce") and f.captures.get("rank", "").isdigit():
+        if f.fact in ("nccl-nranks", "self-rank-barrier", "self-rank-pg-destroyed", "self-rank-announce", "self-rank-store-key") and f.captures.get("rank", "").isdigit():
             # (an NCCL communicator or a store of one rank may be a sub-group of a larger job, its
             # rank 0 not the process's global rank; Lightning's "GLOBAL_RANK: 0, MEMBER: 1/1" is
             # the job's own size: a job of one process, all of whose lines are rank 0's)

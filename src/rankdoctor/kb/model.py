@@ -107,7 +107,7 @@ class Signature(_Strict):
             "next rank is the sender when its own traceback stops in all_reduce"
         ),
     )
-    computed: Literal["loss-jump", "loss-scale-collapse", "nonfinite-grad-loss-jump", "rank-claimed-twice"] | None = Field(
+    computed: Literal["loss-jump", "loss-scale-collapse", "nonfinite-grad-loss-jump", "rank-claimed-twice", "rank-beyond-world"] | None = Field(
         default=None,
         description=(
             "the engine finds where this signature holds by reading across lines instead of matching the "
