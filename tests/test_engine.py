@@ -845,6 +845,37 @@ def test_mp_spawn_header_gives_the_following_traceback_its_process(kb):
     assert d.diagnoses[0].klass == "checkpoint-error"
 
 
+def test_torch_xla_spawn_report_names_the_process_and_its_traceback_is_not_cut(kb):
+    """torch_xla's xmp.spawn reports a process's exception on one line, "Exception in
+    device=TPU:6: <message>", then prints its traceback (real paste: pytorch/xla#2341, whose
+    traceback stops at a frame): the report is process 6's, and the traceback under it is that
+    report's exception, not a second one cut off before its message."""
+    from rankdoctor.diagnose.attribution import attribute
+    from rankdoctor.ingest.sources import expand_inputs
+    from rankdoctor.scan import Scanner, scan_sources
+
+    log = SCENARIOS / "real-holdout87" / "xla-2341-mesh-config-connection-reset" / "log.txt"
+    att = attribute(kb, scan_sources(kb, expand_inputs([str(log)]), Scanner(kb)))
+    assert not [e for e in att.events if e.captures.get("cut")]
+    head = [e for e in att.events if e.line == 1 and e.entry == "xla-mesh-master-unreachable"]
+    assert head and head[0].rank == 6 and head[0].captures["rank_from"] == "spawn-header"
+    _, top = _top_of(kb, "real-holdout87/xla-2341-mesh-config-connection-reset/log.txt")
+    assert (top.klass, top.initiating_rank) == ("rendezvous-init", 6)
+
+
+def test_an_exception_python_reports_as_ignored_is_no_failure(kb):
+    """Python's unraisable hook prints "Exception ignored in: <function X.__del__ ...>" and the
+    exception's traceback, and the program goes on (real paste: pyg-team/pytorch_geometric#3473,
+    a DataLoader iterator's __del__ in a forked process): a run whose only error is such a report
+    is not a failed run; an exception raised before it still is (RLinf#953, rank 1's RuntimeError
+    above a __del__ AttributeError, under Ray's "(EnvGroup(rank=1) pid=...)" prefix)."""
+    d = _diag(kb, (SCENARIOS / "real-holdout116/pytorch_geometric-3473-neighborloader-child-process-assert/log.txt").read_text())
+    assert d.verdict == "no-failure-found"
+    d, top = _top_of(kb, "real-holdout104/RLinf-953-egl-device-id-env-rank1/log.txt")
+    assert d.verdict != "no-failure-found" and top.initiating_rank == 1
+    assert "MUJOCO_EGL_DEVICE_ID" in " ".join(e.text for e in top.evidence)
+
+
 def test_a_nccl_warn_line_no_entry_knows_is_a_failure_of_the_rank_that_printed_it(kb):
     # a real line (the unclassified-warning entry's own example): NCCL's 2.x proxy thread error
     # is no entry's own line

@@ -57,6 +57,8 @@ from rankdoctor.scan import scan_sources, scan_text
         ("[ERROR] 2025-07-01-00:40:04 (PID:176930, Device:0, RankID:-1) ERR01100 OPS call acl api failed.", None, None, None, "2025-07-01T00:40:04"),
         # Ray's prefix for an actor whose repr names itself in parentheses (real paste: alibaba/ROLL#193)
         ("(ActorWorker(actor_train-1) pid=18175, ip=33.199.184.82)   File \"/checkpoint/roll/decorator.py\", line 295, in inner", None, None, "33.199.184.82", None),
+        # RLinf's worker groups put their rank in the actor's repr (RLinf#953)
+        ("(EnvGroup(rank=1) pid=49603) RuntimeError: The MUJOCO_EGL_DEVICE_ID environment variable must be an integer between 0 and 0 (inclusive), got 1.", 1, None, None, None),
         # ... and NeMo-RL's actor repr with its rank in brackets (a real line quoted in a public repository,
         # found with find_string "Observed flight recorder dump signal from another")
         ("(MegatronPolicyWorker[rank=0] pid=1892406, ip=10.65.5.217) [rank0]:[E129 16:38:47.634597716 ProcessGroupNCCL.cpp:1794] [PG ID 0 PG GUID 0(default_pg) Rank 0] Observed flight recorder dump signal from another rank via TCPStore.", 0, None, "10.65.5.217", "--01-29T16:38:47"),

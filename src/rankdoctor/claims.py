@@ -45,7 +45,7 @@ class Claim:
 
 
 def _breaks(fact: str) -> bool:
-    return fact in ERROR_FACTS or fact.startswith(("tr-", "ds-", "lc-")) or fact == "spawn-raised"
+    return fact in ERROR_FACTS or fact.startswith(("tr-", "ds-", "lc-")) or fact in ("spawn-raised", "xla-spawn-raised")
 
 
 def claimed_twice(facts: Iterable) -> list[Claim]:

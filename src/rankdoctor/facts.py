@@ -55,6 +55,11 @@ FACTS: dict[str, str] = {
     # "-- Process N terminated with the following error:" and then process N's own traceback,
     # unprefixed
     "spawn-raised": r"-- Process (?P<local_rank>\d+) terminated with the following error:",
+    # torch_xla's xmp.spawn reports a worker's exception on one line, "Exception in device=TPU:5:
+    # <str(e)>" (torch_xla/distributed/xla_multiprocessing.py _start_fn / _mp_start_fn), and then
+    # prints its traceback unprefixed; the device's index is the process's global ordinal
+    # (_get_mp_device_ordinal: gindex, the local index only in a sea-of-devices set-up)
+    "xla-spawn-raised": r"^Exception in device=(?:TPU|GPU|CPU|XPU|NEURON):(?P<rank>\d+): (?P<value>\S.*)",
     # ... and its ProcessExitedException for a process that died without raising: "process 3
     # terminated with signal SIGSEGV", "process 0 terminated with exit code 1" (the first failed
     # process join() found; it then terminates the others)
@@ -75,6 +80,12 @@ FACTS: dict[str, str] = {
     # RuntimeError: ...\\n"): a torchelastic error file's message, a JSON log record or a repr
     # printed whole; its exception is the line after an escaped newline
     "py-escaped": r"\\n(?P<value>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit)): \S",
+    # Python's report of an exception it could not raise and dropped (sys.unraisablehook: in a
+    # __del__, a weakref callback, an atexit callback; "Exception ignored in: <function
+    # _MultiProcessingDataLoaderIter.__del__ at 0x...>", "Exception ignored in atexit callback:
+    # ..."), followed by that exception's traceback: the program went on, so that exception is
+    # not a failure of the process
+    "py-ignored": r"^(?:\^C)?Exception ignored (?:in|while)\b",
     # a traceback frame: where a traceback was when a paste or a dying process cut it off
     "py-frame": r"^\s*File \"(?P<value>[^\"]+)\", line \d+, in \S+",
     # a frame of faulthandler's stack (no comma before "in"), printed under a fatal signal's
@@ -153,9 +164,9 @@ FACTS: dict[str, str] = {
 }
 
 # The facts that are an error report's own line (a Python exception, a logged uncaught one, a C++
-# abort and its what()): the scanner keeps the lines above them, and a traceback or a backtrace
+# abort and its what(), torch_xla's report of a process's exception): the scanner keeps the lines above them, and a traceback or a backtrace
 # near one is that error's, not one cut off before its message.
-ERROR_FACTS = frozenset({"py-exception", "py-uncaught", "py-escaped", "cpp-terminate", "cpp-what", "fatal-signal"})
+ERROR_FACTS = frozenset({"py-exception", "py-uncaught", "py-escaped", "cpp-terminate", "cpp-what", "fatal-signal", "xla-spawn-raised"})
 
 # What the byte scanner looks for instead of a fact's own regex, where that is much cheaper
 # and finds every line the regex matches. "[0]:" alone on a line: with its `$` the pattern

@@ -32,8 +32,9 @@ ACTIVITY = "activity"  # a rank's last line that reports work, not trouble
 WARNED = "nccl-warn"  # a NCCL WARN line no entry but the generic one names: an unknown NCCL failure
 
 _FACT_ROLES = {"py-exception": TRACE, "py-uncaught": TRACE, "py-escaped": TRACE, "py-traceback": TRACE, "cpp-terminate": FATAL, "cpp-what": FATAL,
-               "fatal-signal": FATAL}
+               "fatal-signal": FATAL, "xla-spawn-raised": TRACE}
 _FACT_SIGNATURES = {"py-exception": "python-exception", "py-uncaught": "python-exception", "py-escaped": "python-exception", "py-traceback": "python-traceback",
+                    "xla-spawn-raised": "python-exception",
                     "cpp-terminate": "cpp-terminate", "cpp-what": "cpp-what", "fatal-signal": "fatal-signal"}
 _STREAM_LOOKBACK = 12  # lines above an unprefixed fatal line searched for the rank it interrupts
 
@@ -250,9 +251,10 @@ def _fact_events(kb: KnowledgeBase, scan: ScanResult) -> list[Event]:
     that an entry reads (its computed signatures), as events."""
     out = []
     after = _fault_frames_after(scan)
+    ignored = _ignored_errors(scan)
     for f in scan.facts:
         role = _FACT_ROLES.get(f.fact)
-        if role:
+        if role and (f.source, f.line) not in ignored:
             out.append(Event("", _FACT_SIGNATURES[f.fact], role, f.source, f.line, f.text, f.rank, f.local_rank, f.host,
                              None, None, f.time, f.ts, dict(f.captures), list(f.context) + after.get((f.source, f.line), []),
                              f.folded))
@@ -261,7 +263,7 @@ def _fact_events(kb: KnowledgeBase, scan: ScanResult) -> list[Event]:
         out.append(Event(entry.id, sig.id, sig.role.value, f.source, f.line, f.text, f.rank if ranked else None,
                          f.local_rank if ranked else None, f.host, None, None, f.time, f.ts, {"value": detail}))
     # lines an entry or another fact already reads
-    taken = {(e.source, e.line) for e in scan.events} | {(e.source, e.line) for e in out}
+    taken = {(e.source, e.line) for e in scan.events} | {(e.source, e.line) for e in out} | ignored
     for f in scan.tails:
         if f.fact == "numeric-jump":  # read above, as a computed signature's
             continue
@@ -293,6 +295,38 @@ def computed_readings(kb: KnowledgeBase, scan: ScanResult) -> list[tuple]:
 
 
 _FAULT_FRAMES_WITHIN = 60  # lines below a fatal signal's report within which faulthandler prints its stack
+_IGNORED_WITHIN = 60  # lines below Python's "Exception ignored in: ..." within which its exception's line comes
+
+
+def _ignored_errors(scan: ScanResult) -> set[tuple[str, int]]:
+    """The lines of the exceptions Python reported as ignored ("Exception ignored in: <function
+    X.__del__ ...>", then the traceback, then the exception's line): the program went on after
+    them, so they are no failure. Each such report's traceback start and its first exception line
+    in the same stream, unless another traceback starts in between (the report was cut off)."""
+    out: set[tuple[str, int]] = set()
+    heads = [f for f in scan.facts if f.fact == "py-ignored"]
+    if not heads:
+        return out
+    by_stream: dict[tuple, list] = {}
+    for f in scan.facts:
+        if f.fact in ERROR_FACTS or f.fact == "py-traceback":
+            by_stream.setdefault((f.source, f.rank, f.local_rank), []).append(f)
+    for h in heads:
+        started = False
+        for f in sorted(by_stream.get((h.source, h.rank, h.local_rank), ()), key=lambda f: f.line):
+            if f.line <= h.line:
+                continue
+            if f.line - h.line > _IGNORED_WITHIN:
+                break
+            if f.fact == "py-traceback":
+                if started or f.line - h.line > 1:
+                    break  # a second traceback: the ignored one's end was cut off
+                started = True
+                out.add((f.source, f.line))
+                continue
+            out.add((f.source, f.line))
+            break
+    return out
 
 
 def _fault_frames_after(scan: ScanResult) -> dict[tuple[str, int], list[str]]:
@@ -316,6 +350,7 @@ def _fault_frames_after(scan: ScanResult) -> dict[tuple[str, int], list[str]]:
 
 _CUT_AFTER = 12  # lines after a traceback's last frame within which its exception line would be
 _FRAMES_KEPT = 40  # frames of a cut traceback kept as its context
+_XLA_TRACE_SPAN = 40  # lines under torch_xla's one-line exception report that its traceback (16 frames) takes
 
 
 def _cut_tracebacks(scan: ScanResult) -> list[Event]:
@@ -323,9 +358,20 @@ def _cut_tracebacks(scan: ScanResult) -> list[Event]:
     short, a process killed while printing), still shows a failure: its last frame becomes
     an exception event whose type is unknown, so the run is not called healthy."""
     ends: dict[tuple, list[int]] = {}  # where exception / abort lines are, per stream
+    heads: dict[tuple, list[int]] = {}  # torch_xla's reports, each above its exception's traceback
     for f in scan.facts:
         if f.fact in ERROR_FACTS:
             ends.setdefault((f.source, f.rank, f.local_rank), []).append(f.line)
+        # (and Python's "Exception ignored in: ..." above an exception it dropped: not a failure)
+        if f.fact in ("xla-spawn-raised", "py-ignored"):
+            heads.setdefault((f.source, f.rank, f.local_rank), []).append(f.line)
+
+    def below_head(key: tuple, line: int, span: int) -> bool:
+        """``line`` is in the traceback torch_xla printed under its one-line report of the same
+        exception ("Exception in device=TPU:5: <message>", then traceback.print_exc(limit=16)):
+        that traceback's message is known, it is not cut off. The same for a traceback under
+        Python's "Exception ignored in: ...": an exception the program dropped."""
+        return any(0 < line - h <= span and not any(h < e < line for e in ends.get(key, ())) for h in heads.get(key, ()))
     last: dict[tuple, object] = {}
     frames: dict[tuple, list] = {}
     for f in sorted((f for f in scan.facts if f.fact == "py-frame"), key=lambda f: f.line):
@@ -336,6 +382,8 @@ def _cut_tracebacks(scan: ScanResult) -> list[Event]:
     out = []
     for (source, rank, local_rank, host), f in last.items():
         if any(0 < line - f.line <= _CUT_AFTER for line in ends.get((source, rank, local_rank), ())):
+            continue
+        if below_head((source, rank, local_rank), f.line, _XLA_TRACE_SPAN):
             continue
         captures = {"value": "(a traceback cut off before its exception line)", "cut": "1"}
         if (waited_in := _cut_in_wait(frames[(source, rank, local_rank, host)], calls)) is not None:
@@ -355,6 +403,8 @@ def _cut_tracebacks(scan: ScanResult) -> list[Event]:
         last_read[key] = max(last_read.get(key, -1), fs[-1].line)
     for f in scan.facts:
         if f.fact != "py-traceback" or last_read.get((f.source, f.rank, f.local_rank), -1) > f.line:
+            continue
+        if below_head((f.source, f.rank, f.local_rank), f.line, 2):
             continue
         out.append(Event("", "python-exception", TRACE, f.source, f.line, f.text, f.rank, f.local_rank, f.host,
                          None, None, f.time, f.ts, {"value": "(a traceback cut off before its exception line)", "cut": "1"}, []))
@@ -589,20 +639,24 @@ def _spawn_blocks(events: list[Event], scan: ScanResult) -> list[Event]:
     """mp.spawn reports a worker's exception as "-- Process N terminated with the following
     error:" followed by that process's own traceback, with no prefix: an unranked failure line
     below such a header (the nearest one above it, within the lookahead) is process N's."""
-    heads: dict[str, list[tuple[int, int]]] = {}
+    # (torch_xla's xmp.spawn does the same on one line, "Exception in device=TPU:5: <message>",
+    # the message on the header itself and the traceback below; its index is a global ordinal)
+    heads: dict[str, list[tuple[int, int, bool]]] = {}
     for f in scan.facts:
         if f.fact == "spawn-raised" and f.captures.get("local_rank", "").isdigit():
-            heads.setdefault(f.source, []).append((f.line, int(f.captures["local_rank"])))
+            heads.setdefault(f.source, []).append((f.line, int(f.captures["local_rank"]), False))
+        elif f.fact == "xla-spawn-raised" and f.captures.get("rank", "").isdigit():
+            heads.setdefault(f.source, []).append((f.line, int(f.captures["rank"]), True))
     if not heads:
         return events
     for lst in heads.values():
         lst.sort()
     out = []
     for ev in events:
-        if ev.rank is None and ev.local_rank is None and ev.role in (TRACE, FATAL, WARNED, "cause") and ev.source in heads:
-            above = [h for h in heads[ev.source] if h[0] < ev.line]
-            if above and ev.line - above[-1][0] <= _BELOW_LOOKAHEAD:
-                ev = ev.copy(local_rank=above[-1][1])
+        if ev.rank is None and ev.local_rank is None and ev.role in (TRACE, FATAL, WARNED, "cause", "symptom") and ev.source in heads:
+            above = [h for h in heads[ev.source] if h[0] < ev.line or (h[2] and h[0] == ev.line)]
+            if above and ev.line - above[-1][0] <= _BELOW_LOOKAHEAD and (ev.role != "symptom" or above[-1][0] == ev.line):
+                ev = ev.copy(local_rank=above[-1][1]) if not above[-1][2] else ev.copy(rank=above[-1][1])
                 ev.captures["rank_from"] = "spawn-header"
         out.append(ev)
     return out

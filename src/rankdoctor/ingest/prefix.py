@@ -86,9 +86,10 @@ _P_NPU_ERR = re.compile(
 )
 # Ray's worker prefix: "(RayWorkerWrapper pid=123, ip=10.0.0.5) ", an actor whose repr has its own
 # name in parentheses ("(ActorWorker(actor_train-1) pid=18175, ip=...) ") or its rank in brackets
-# (NeMo-RL's "(MegatronPolicyWorker[rank=0] pid=1892406, ip=10.65.5.217) "), a bare task's "(pid=4242) "
+# (NeMo-RL's "(MegatronPolicyWorker[rank=0] pid=1892406, ip=10.65.5.217) ", RLinf's "(EnvGroup(rank=1)
+# pid=49603) "), a bare task's "(pid=4242) "
 _P_RAY = re.compile(
-    r"\((?:(?P<actor>[A-Za-z_][\w.:-]*(?:\([\w.:-]*\)|\[rank=(?P<actor_rank>\d+)\])?)(?: rank=(?P<rank>\d+))? )?"
+    r"\((?:(?P<actor>[A-Za-z_][\w.:-]*(?:\((?:rank=(?P<actor_rank2>\d+)|[\w.:-]*)\)|\[rank=(?P<actor_rank>\d+)\])?)(?: rank=(?P<rank>\d+))? )?"
     r"pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:-]+))?\) "
 )
 _P_GLOG = re.compile(
@@ -227,7 +228,7 @@ def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, 
             a.device = int(m["device"])
         elif c == "(" and (m := _P_RAY.match(text, pos)):
             a.pid = int(m["pid"])
-            if (rank := m["rank"] or m["actor_rank"]) is not None:
+            if (rank := m["rank"] or m["actor_rank"] or m["actor_rank2"]) is not None:
                 a.rank = int(rank)
             if m["ip"]:
                 a.host = a.host or m["ip"]
