@@ -57,3 +57,38 @@ def test_two_records_without_index_lines_are_two_records(kb):
 
 def test_a_config_line_named_host_opens_no_record(kb):
     assert read_launcher(scan_text(kb, "  host      : localhost\n  time      : 2024-01-01_00:00:00\n").facts).records == []
+
+
+def test_nvidia_smi_shows_several_processes_of_one_program_on_one_gpu(kb):
+    """nvidia-smi's process table pasted into a log (real rows: pytorch/pytorch#64130): every DDP
+    process holds a context on GPU 0 besides its own GPU, read as ranks not pinned to their device,
+    whether or not a log viewer's "| " was peeled off; one process on two GPUs (nn.DataParallel
+    does that too, rwth-i6/returnn#1469) and one process per GPU are no claim."""
+    from rankdoctor.claims import shared_gpu
+
+    rows = (
+        "|    0   N/A  N/A    331903      C   ...py3.6-torch1.8/bin/python     1733MiB |\n"
+        "|    0   N/A  N/A    331904      C   ...py3.6-torch1.8/bin/python        0MiB |\n"
+        "|    1   N/A  N/A    331903      C   ...py3.6-torch1.8/bin/python        0MiB |\n"
+        "|    1   N/A  N/A    331904      C   ...py3.6-torch1.8/bin/python     1717MiB |\n"
+    )
+    found = shared_gpu(scan_text(kb, rows).facts)
+    assert len(found) == 1 and found[0].detail.startswith("GPU 0 holds 2 processes of '...py3.6-torch1.8/bin/python'")
+    one_pid = (
+        "|    0   N/A  N/A     62563      C   ...0-torch2.1/bin/python3.10      966MiB |\n"
+        "|    1   N/A  N/A     62563      C   ...0-torch2.1/bin/python3.10     1030MiB |\n"
+    )
+    assert shared_gpu(scan_text(kb, one_pid).facts) == []
+    own = (
+        "|    0   N/A  N/A    331903      C   python     1733MiB |\n"
+        "|    1   N/A  N/A    331904      C   python     1717MiB |\n"
+    )
+    assert shared_gpu(scan_text(kb, own).facts) == []
+    d = _diagnose(kb, rows)
+    assert d.diagnoses[0].entry == "ranks-share-gpu-contexts" and d.diagnoses[0].klass == "duplicate-gpu"
+
+
+def _diagnose(kb, text: str):
+    from rankdoctor.diagnose.engine import diagnose
+
+    return diagnose(kb, scan_text(kb, text))

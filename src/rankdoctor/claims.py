@@ -21,6 +21,12 @@ the job's world does not have. Lightning's "GLOBAL_RANK: 1, MEMBER: 2/1" (a node
 rank while the job was told it has one node), or c10d's default-group barrier completed "with 2
 nodes" while a third process adds its key for rank 2: the launch arguments of the processes
 disagree on how big the job is, and the extra process waits for a group it can never join.
+
+``shared_gpu`` reads the same mistake from the other side, where nvidia-smi's process table was
+pasted beside the log: one GPU holding several processes of the same program. Each rank of a
+data-parallel job should hold memory on its own GPU only; several on one GPU means ranks that
+were never pinned to their device (no set_device before the first CUDA call, a torch.load
+without map_location, a barrier on GPU 0), each paying a CUDA context (and often tensors) there.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from typing import Iterable
 from .facts import ERROR_FACTS
 
 ANNOUNCE = "self-rank-announce"
-DETECTORS = ("rank-claimed-twice", "rank-beyond-world")
+DETECTORS = ("rank-claimed-twice", "rank-beyond-world", "gpu-shared-by-processes")
 # the announcements that give the printing process's global rank (and, with a world size, the
 # size of the job as that process was told it); a barrier's only for the default group (key 1)
 _RANKED = ("self-rank-announce", "self-rank-barrier", "self-rank-store-key")
@@ -101,3 +107,28 @@ def beyond_world(facts: Iterable) -> list[Claim]:
             return [Claim(f, f"global rank {r} announced, but the largest world size any process was told is {world} "
                              f"(ranks 0-{world - 1})")]
     return []
+
+
+NVSMI = "nvsmi-proc"
+
+
+def shared_gpu(facts: Iterable) -> list[Claim]:
+    """The first GPU that nvidia-smi's process table shows holding two or more processes of one
+    program, in one file (a table printed several times counts each process once), on no more
+    than one claim per job."""
+    per: dict[tuple[str, str, str], dict[str, int]] = {}
+    first: dict[tuple[str, str, str], object] = {}
+    for f in sorted((f for f in facts if f.fact == NVSMI), key=lambda f: (f.source, f.line)):
+        c = f.captures
+        if not (c.get("device", "").isdigit() and c.get("pid", "").isdigit() and c.get("mem", "").isdigit()):
+            continue
+        key = (f.source, c["device"], c.get("value", "").strip())
+        per.setdefault(key, {})[c["pid"]] = max(int(c["mem"]), per.get(key, {}).get(c["pid"], 0))
+        first.setdefault(key, f)
+    for key, pids in per.items():
+        if len(pids) >= 2:
+            mems = sorted(pids.values(), reverse=True)
+            shown = ", ".join(f"{m} MiB" for m in mems[:4]) + (" ..." if len(mems) > 4 else "")
+            return [Claim(first[key], f"GPU {key[1]} holds {len(pids)} processes of '{key[2]}' ({shown})")]
+    return []
+

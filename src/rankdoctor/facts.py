@@ -137,6 +137,11 @@ FACTS: dict[str, str] = {
     # gather / pad / broadcast (accelerate/utils/operations.py verify_operation: "Input shapes:"
     # then "  - Process 0: [1024]" ...); the process that differs from the others is the odd one
     "per-rank-value": r"^\s*- Process (?P<rank>\d+): (?P<value>\[[^\]]*\]|\S+)",
+    # a row of nvidia-smi's process table: the GPU, the process and the memory it holds there
+    # ("|    0   N/A  N/A   2695172      C   ./train.par      26167MiB |"; before the MIG columns
+    # "|    0     12345      C   python      1234MiB |"); a log viewer's "| " prefix may already
+    # be peeled off. Several processes of one program on one GPU: claims.py
+    "nvsmi-proc": r"^\|? *(?P<device>\d{1,2}) +(?:(?:N/A|\d+) +(?:N/A|\d+) +)?(?P<pid>\d{2,9}) +(?:C|G|C\+G|M|M\+C) +(?P<value>[^|\s](?:[^|]*[^|\s])?) +(?P<mem>\d+)MiB *(?:\| *)?$",
     # world size hints
     "world-size": r"\b(?:world_size|WORLD_SIZE|world size)\s*[=:]\s*(?P<world_size>\d+)",
     # NCCL's "comm 0x... rank R nranks N cudaDev D" (init and abort lines): world size, and

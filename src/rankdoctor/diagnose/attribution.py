@@ -15,7 +15,7 @@ import bisect
 import re
 from dataclasses import dataclass, field, replace
 
-from ..claims import beyond_world, claimed_twice
+from ..claims import beyond_world, claimed_twice, shared_gpu
 from ..events import Event, ScanResult
 from ..facts import ERROR_FACTS
 from ..ingest.prefix import parse_prefix
@@ -291,6 +291,8 @@ def computed_readings(kb: KnowledgeBase, scan: ScanResult) -> list[tuple]:
         out += [(*owner, c.fact, c.detail, False) for c in claimed_twice(scan.facts)]
     if (owner := kb.computed("rank-beyond-world")) is not None:
         out += [(*owner, c.fact, c.detail, False) for c in beyond_world(scan.facts)]
+    if (owner := kb.computed("gpu-shared-by-processes")) is not None:
+        out += [(*owner, c.fact, c.detail, False) for c in shared_gpu(scan.facts)]
     return out
 
 
