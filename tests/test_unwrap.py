@@ -43,3 +43,41 @@ def test_the_cli_says_it_rejoined_lines():
     r = run_cli("diagnose", str(WRAPPED))
     assert r.returncode in (1, 3)
     assert b"hard-wrapped line(s) re-joined" in r.stdout
+
+
+def test_json_log_records_are_read_as_their_text(tmp_path):
+    """Docker's json-file records (one JSON object per line, the text under "log", its time under
+    "time") and milabench's output records ("data") are read as the lines they carry, the time in
+    front; a log with a few JSON lines among its text (a config dump, metrics) is left alone."""
+    from rankdoctor.ingest.jsonlines import read_records
+
+    docker = (
+        b'{"log":"Traceback (most recent call last):\\n","stream":"stderr","time":"2024-05-01T10:09:00.1Z"}\n'
+        b'{"log":"  File \\"train.py\\", line 3, in \\u003cmodule\\u003e\\n","stream":"stderr","time":"2024-05-01T10:09:00.1Z"}\n'
+        b'{"log":"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\\n","stream":"stderr","time":"2024-05-01T10:09:00.2Z"}\n'
+    )
+    text, n = read_records(docker)
+    assert n == 3
+    assert text.split(b"\n")[1] == b'2024-05-01T10:09:00.1Z   File "train.py", line 3, in <module>'
+    real = SCENARIOS / "real-holdout118" / "milabench-397-rank3-hip-launch-failure" / "log.txt"
+    text, n = read_records(real.read_bytes())
+    assert n == 4 and text.startswith(b"[rank3]: Search for `hipErrorLaunchFailure'")
+    mixed = b"step 1 loss 2.0\n" * 20 + b'{"train_batch_size": 8, "message": "config"}\n' + b"step 2 loss 1.9\n" * 20
+    assert read_records(mixed) is None
+    assert read_records(b'{"a": ' + b"[" * 100000 + b"]" * 100000 + b"}\n" * 3) is None  # too deep: not a record
+
+
+def test_the_cli_reads_json_records_and_says_so(tmp_path):
+    import json
+
+    from .conftest import run_cli
+
+    log = tmp_path / "container-json.log"
+    log.write_bytes(
+        b'{"log":"[rank1]: Traceback (most recent call last):\\n","stream":"stderr","time":"2024-05-01T10:09:00.1Z"}\n'
+        b'{"log":"[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 79.15 GiB of which 1.02 GiB is free.\\n","stream":"stderr","time":"2024-05-01T10:09:00.2Z"}\n'
+    )
+    r = run_cli("diagnose", str(log), "--format", "json")
+    top = json.loads(r.stdout)["diagnoses"][0]
+    assert (top["class"], top["initiating_rank"]) == ("cuda-oom", 1)
+    assert b"read as 2 JSON log record(s)" in run_cli("diagnose", str(log)).stdout

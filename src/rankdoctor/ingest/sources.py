@@ -27,6 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import BinaryIO
 
+from .jsonlines import read_records
 from .unwrap import MAX_BYTES as MAX_UNWRAP
 from .unwrap import unwrap
 
@@ -675,6 +676,10 @@ def _unwrapped(src: Source, data: bytes | None = None) -> Source:
             return src  # the scan reports what is wrong with it
     if (err := torchelastic_error(data)) is not None:  # read as its lines; an expected input, no warning
         return Source(src.name, lambda: io.BytesIO(err), len(err), list(src.warnings))
+    if (recs := read_records(data)) is not None:  # JSON records (docker, journald, ...): their text
+        text, n = recs
+        note = f"{src.name}: read as {n} JSON log record(s), each record's text in place of its line (line numbers count the text's lines)"
+        return Source(src.name, lambda: io.BytesIO(text), len(text), [*src.warnings, note])
     done = unwrap(data)
     if done is None:
         return src
