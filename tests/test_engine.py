@@ -1023,3 +1023,19 @@ def test_a_spawned_process_whose_traceback_is_cut_is_not_a_confident_crash(kb):
     assert d.verdict == "inconclusive"
     shown = weigh(kb, scan_text(kb, (SCENARIOS / "real-holdout53/fairscale-1139-fsdp-pp-te-backward-process5/log.txt").read_bytes()))
     assert shown.scored[0].hyp.ranks == (5,) and shown.scored[0].features["claim_failure_cut"] == 0.0
+
+
+def test_ipython_traceback_header_names_its_exception(kb):
+    """A notebook's traceback (IPython) starts with the exception's name and "Traceback (most recent
+    call last)" on one line, then cells and code lines (real paste: casper-hansen/AutoAWQ#281, cut
+    before the message): an OutOfMemoryError there is the OOM; another exception no entry knows is
+    still a failure, not a healthy run."""
+    d, top = _top_of(kb, "real-holdout119/AutoAWQ-281-awq-device-map-oom/log.txt")
+    assert top.klass == "cuda-oom"
+    text = (
+        "---------------------------------------------------------------------------\n"
+        "KeyError                                  Traceback (most recent call last)\n"
+        "Cell In[3], line 1\n"
+        "----> 1 train(cfg)\n"
+    )
+    assert _diag(kb, text).verdict != "no-failure-found"

@@ -71,7 +71,9 @@ FACTS: dict[str, str] = {
     # the last line of a Python traceback: which exception ended a rank
     "py-exception": r"^(?P<value>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit))(?::\s|\s*$)",
     # (a logger may put its bracketed fields before it: "[decorator.py (306)] [ERROR] [PID 18175] Traceback ...")
-    "py-traceback": r"^(?:\[[^\]\n]{0,80}\] ?){0,6}Traceback \(most recent call last\):",
+    # ... and IPython's (a notebook, Jupyter's console): the exception's name and then "Traceback (most
+    # recent call last)" on one line, padded with dashes above ("OutOfMemoryError     Traceback ...")
+    "py-traceback": r"^(?:\[[^\]\n]{0,80}\] ?){0,6}Traceback \(most recent call last\):|^(?P<value>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit)) {3,}Traceback \(most recent call last\)\s*$",
     # an exception a program's excepthook logged before its traceback (OLMo's olmo/util.py:
     # log.critical("Uncaught %s: %s", exctype.__name__, value, exc_info=...)), in a log line
     # whose prefix (host:rank, logger:line, level) the prefix parser does not strip
