@@ -181,6 +181,10 @@ ERROR_FACTS = frozenset({"py-exception", "py-uncaught", "py-escaped", "cpp-termi
 # literal to start from); the line's newline is (the scanner ends every buffer with one).
 FACT_PREFILTER: dict[str, str] = {
     "tr-index": r"\[\d+\]:\r?\n",
+    # a row of nvidia-smi's process table ends in its memory column: digits, "MiB" and the border
+    "nvsmi-proc": r"\dMiB *(?:\| *)?\r?\n",
+    # either form of a traceback's header (Python's, IPython's) holds this text
+    "py-traceback": r"Traceback \(most recent call last\)",
 }
 
 # The fact-pattern regexes are anchored per line (they run on the prefix-stripped
