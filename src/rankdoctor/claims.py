@@ -37,7 +37,11 @@ from typing import Iterable
 from .facts import ERROR_FACTS
 
 ANNOUNCE = "self-rank-announce"
-DETECTORS = ("rank-claimed-twice", "rank-beyond-world", "gpu-shared-by-processes")
+# the computed signatures this module finds, and what each reads, as a report says it ("Read from
+# <this>: <detail>.")
+READS = {"rank-claimed-twice": "the ranks the processes announced", "rank-beyond-world": "the ranks the processes announced",
+         "gpu-shared-by-processes": "nvidia-smi's process table"}
+DETECTORS = tuple(READS)
 # the announcements that give the printing process's global rank (and, with a world size, the
 # size of the job as that process was told it); a barrier's only for the default group (key 1)
 _RANKED = ("self-rank-announce", "self-rank-barrier", "self-rank-store-key")
@@ -123,7 +127,8 @@ def shared_gpu(facts: Iterable) -> list[Claim]:
         if not (c.get("device", "").isdigit() and c.get("pid", "").isdigit() and c.get("mem", "").isdigit()):
             continue
         key = (f.source, c["device"], c.get("value", "").strip())
-        per.setdefault(key, {})[c["pid"]] = max(int(c["mem"]), per.get(key, {}).get(c["pid"], 0))
+        pids = per.setdefault(key, {})
+        pids[c["pid"]] = max(int(c["mem"]), pids.get(c["pid"], 0))
         first.setdefault(key, f)
     for key, pids in per.items():
         if len(pids) >= 2:

@@ -171,8 +171,9 @@ FACTS: dict[str, str] = {
 }
 
 # The facts that are an error report's own line (a Python exception, a logged uncaught one, a C++
-# abort and its what(), torch_xla's report of a process's exception): the scanner keeps the lines above them, and a traceback or a backtrace
-# near one is that error's, not one cut off before its message.
+# abort and its what(), torch_xla's report of a process's exception): the scanner keeps the lines
+# above them, and a traceback or a backtrace near one is that error's, not one cut off before its
+# message.
 ERROR_FACTS = frozenset({"py-exception", "py-uncaught", "py-escaped", "cpp-terminate", "cpp-what", "fatal-signal", "xla-spawn-raised"})
 
 # What the byte scanner looks for instead of a fact's own regex, where that is much cheaper

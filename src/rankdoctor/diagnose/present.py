@@ -160,12 +160,7 @@ def _reading(entry, ev: Event) -> str:
     detail = ev.captures.get("value") if sig is not None and sig.computed else None
     if not detail:
         return ""
-    if sig.computed == "gpu-shared-by-processes":
-        read = "nvidia-smi's process table"
-    elif sig.computed in claims.DETECTORS:
-        read = "the ranks the processes announced"
-    else:
-        read = "the run's reported numbers"
+    read = claims.READS.get(sig.computed, "the run's reported numbers")
     return f" Read from {read}: {detail}."
 
 

@@ -39,11 +39,25 @@ def _text_of(line: bytes) -> tuple[str, str] | None:
     return text, when
 
 
+def _head_lines(data: bytes, n: int) -> list[bytes]:
+    """The first ``n`` lines of ``data``, without splitting the rest of it (this runs on every
+    small plain log, most of which are not JSON records)."""
+    out: list[bytes] = []
+    start = 0
+    while len(out) < n:
+        end = data.find(b"\n", start)
+        if end < 0:
+            out.append(data[start:])
+            break
+        out.append(data[start:end])
+        start = end + 1
+    return out
+
+
 def read_records(data: bytes) -> tuple[bytes, int] | None:
     """The text of an input kept as JSON records, and how many records were read; None when
     the input is not mostly JSON records with a text field."""
-    lines = data.split(b"\n")
-    sample = [ln for ln in lines[: _SAMPLE * 4] if ln.strip()][:_SAMPLE]
+    sample = [ln for ln in _head_lines(data, _SAMPLE * 4) if ln.strip()][:_SAMPLE]
     if len(sample) < 2:
         return None
     hits = sum(1 for ln in sample if _text_of(ln) is not None)
@@ -51,7 +65,7 @@ def read_records(data: bytes) -> tuple[bytes, int] | None:
         return None
     out: list[str] = []
     n = 0
-    for ln in lines:
+    for ln in data.split(b"\n"):
         got = _text_of(ln)
         if got is None:
             out.append(ln.decode("utf-8", "replace"))
