@@ -637,7 +637,100 @@ MATRIX_FRESH5: dict = {
     "ddp-mark-ready-twice": (_mx_single("ddp-mark-ready-twice"), [(5, (), 0, False)]),
     "healthy": (_mx_healthy, [(7, (), 0, True), (4, (), 0, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5}
+
+# Fault kinds no other lab script injects (lab/new_kinds.py, LAB_FAULT), written down on
+# 2026-12-06 before any of them ran: a held-out draw of *new* faults, measured once
+# (eval/HISTORY.md) before any change made for it. Labels come from the injection.
+_KINDS = {
+    # fault: (LAB_FAULT, class, entry hint, what the culprit does, extra env, evidence of the culprit)
+    "early-exit": ("early-exit", "collective-desync", "uneven-inputs-early-exit",
+                   "holds only {s} batches (uneven shards): it leaves the loop after step {s_1}, logs that "
+                   "it is done, destroys its process group and exits 0 while the others wait in the next "
+                   "gradient all_reduce", {}, [r"rank {c}: epoch finished after {s} steps"]),
+    "cpu-alloc": ("cpu-alloc", "host-oom", "cpu-allocator-cannot-allocate",
+                  "builds a feature cache of 2**38 x 16 floats at step {s} (a bad config value): the CPU "
+                  "allocator cannot allocate the 16 TiB and the exception ends the rank", {},
+                  [r"rank {c} building feature cache"]),
+    "segfault": ("segfault", "peer-rank-crashed", "worker-segfault",
+                 "dereferences a null pointer in native code at step {s} (ctypes.string_at(0)): SIGSEGV, "
+                 "no Python traceback", {}, [r"rank {c} calling the native augmentation kernel"]),
+    "segfault-fh": ("segfault", "peer-rank-crashed", "worker-segfault",
+                    "dereferences a null pointer in native code at step {s} (ctypes.string_at(0)): SIGSEGV; "
+                    "PYTHONFAULTHANDLER=1 prints its Python stack", {"PYTHONFAULTHANDLER": "1"},
+                    [r"rank {c} calling the native augmentation kernel"]),
+    "monitored-barrier": ("monitored-barrier", "straggler-timeout", "monitored-barrier-slow-rank",
+                          "prepares its data 3x slower than the 5 s monitored_barrier timeout (progress "
+                          "lines) while the others wait in dist.monitored_barrier", {"LAB_BARRIER_TIMEOUT": "5"},
+                          [r"rank {c} preparing data: 2/6 shards"]),
+    "detail-mismatch": ("detail-mismatch", "collective-desync", "detail-collective-mismatch",
+                        "broadcasts a float32[1] metric at step {s} where the others all_reduce it, under "
+                        "TORCH_DISTRIBUTED_DEBUG=DETAIL", {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"},
+                        [r"rank {c} step {s} loss"]),
+    "allgather-uneven": ("allgather-uneven", "collective-desync", "all-gather-uneven-sizes",
+                         "all_gathers 5 predictions at step {s} where the others gather 8 (a short last "
+                         "batch)", {}, [r"rank {c} step {s} loss"]),
+    "broadcast-src": ("broadcast-src", "collective-desync", "broadcast-src-mismatch",
+                      "broadcasts a stop flag with itself as the source at step {s} while the others expect "
+                      "it from rank 0", {}, [r"rank {c} step {s} loss"]),
+    "dl-worker-exception": ("dl-worker-exception", "peer-rank-crashed", "dataloader-worker-exception",
+                            "has a corrupt record at sample {s}*8+3: its DataLoader worker raises ValueError "
+                            "and the rank's main process re-raises it", {},
+                            [r"truncated line in shard"]),
+    "restart-exception": ("restart-exception", "peer-rank-crashed", "python-exception-in-one-rank",
+                          "raises KeyError('labels') on a malformed sample at step {s}, on every attempt: "
+                          "torchrun restarts the workers once (--max-restarts 1) and the job then fails", {},
+                          [r"KeyError: 'labels'"]),
+    "ckpt-missing-dir": ("ckpt-missing-dir", "checkpoint-error", "checkpoint-save-missing-dir",
+                         "is the rank that saves checkpoints; at step {s} it saves into /nonexistent/ckpt, a "
+                         "folder that does not exist", {"LAB_CKPT_DIR": "/nonexistent/ckpt"},
+                         [r"rank {c} saving checkpoint to /nonexistent/ckpt"]),
+}
+
+
+def _mx_kind(fault):
+    lab_fault, cls, hint, what, env, evidence = _KINDS[fault]
+
+    def make(w, cs, s):
+        o = _others(w, cs)
+        env2 = {"LAB_FAULT": lab_fault, "LAB_STEP": str(s), **env}
+        args = {}
+        if fault == "restart-exception":
+            args["torchrun_args"] = ["--max-restarts", "1"]
+        c = _ranks(cs)
+        return dict(
+            script="new_kinds.py", cls=cls, hint=hint,
+            description=f"Rank{'s' if len(cs) > 1 else ''} {_words(cs)} of {w}: "
+            + what.format(s=s, s_1=s - 1, c=c) + f"; rank(s) {_words(o)} are the peers.",
+            evidence=[e.format(s=s, c=c) for e in evidence] + [r"failed \(exitcode: -?\d+\)"],
+            env=env2, fr=True, **args)
+    return make
+
+
+def _mx_kind_healthy(w, cs, s):
+    return dict(
+        script="new_kinds.py", cls=None, hint="healthy",
+        description=f"Successful {w}-rank DDP run (12 steps) under TORCH_DISTRIBUTED_DEBUG=DETAIL with a "
+        f"monitored_barrier and a checkpoint save by rank 0 at the end. Nothing here is a failure.",
+        evidence=[r"rank 0 saved the final checkpoint", r"training finished"],
+        env={"LAB_FAULT": "none", "TORCH_DISTRIBUTED_DEBUG": "DETAIL"}, fr=True, expect_ok=True)
+
+
+MATRIX_FRESH6: dict = {
+    "early-exit": (_mx_kind("early-exit"), [(4, (2,), 5, True), (5, (0,), 3, False)]),
+    "cpu-alloc": (_mx_kind("cpu-alloc"), [(3, (1,), 4, True), (6, (4,), 2, False)]),
+    "two-cpu-alloc": (_mx_kind("cpu-alloc"), [(5, (1, 3), 3, True)]),
+    "segfault": (_mx_kind("segfault"), [(4, (3,), 5, True)]),
+    "segfault-fh": (_mx_kind("segfault-fh"), [(5, (1,), 3, True)]),
+    "monitored-barrier": (_mx_kind("monitored-barrier"), [(4, (2,), 0, True), (3, (0,), 0, False)]),
+    "detail-mismatch": (_mx_kind("detail-mismatch"), [(4, (1,), 3, True), (5, (4,), 2, False)]),
+    "allgather-uneven": (_mx_kind("allgather-uneven"), [(3, (2,), 4, True), (5, (1,), 3, True)]),
+    "broadcast-src": (_mx_kind("broadcast-src"), [(4, (3,), 2, True), (3, (1,), 4, False)]),
+    "dl-worker-exception": (_mx_kind("dl-worker-exception"), [(4, (0,), 3, True), (6, (5,), 2, True)]),
+    "restart-exception": (_mx_kind("restart-exception"), [(3, (2,), 4, True), (4, (1,), 2, False)]),
+    "ckpt-missing-dir": (_mx_kind("ckpt-missing-dir"), [(3, (0,), 5, True), (4, (0,), 3, False)]),
+    "healthy-detail": (_mx_kind_healthy, [(4, (), 0, True), (3, (), 0, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",

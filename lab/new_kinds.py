@@ -1,0 +1,155 @@
+"""new-kinds: fault kinds the other lab scripts never injected (``LAB_FAULT`` picks one).
+
+A small DDP job (TinyNet, 12 steps of 0.1 s, gloo) in which rank ``LAB_CULPRIT`` (or the
+ranks ``LAB_CULPRITS=a,b``) misbehaves at step ``LAB_STEP``.  Each fault is an ordinary bug
+or accident of real training code; what the logs show is whatever torch, torchrun and this
+script print while it happens:
+
+* ``early-exit``      the culprit's shard holds only LAB_STEP batches: it leaves the loop,
+                      logs that it is done, destroys its process group and exits 0 while
+                      its peers wait in the next gradient all_reduce (uneven inputs).
+* ``cpu-alloc``       the culprit builds a feature cache with a size computed from a bad
+                      config value: ``torch.empty`` of 2**42 floats fails in the CPU
+                      allocator (host memory) and the exception ends the rank.
+* ``segfault``        the culprit's native extension dereferences a null pointer
+                      (``ctypes.string_at(0)``): SIGSEGV, no Python traceback (with
+                      ``PYTHONFAULTHANDLER=1`` faulthandler prints the stack).
+* ``monitored-barrier`` every rank prepares its data and then meets in
+                      ``dist.monitored_barrier(timeout=LAB_BARRIER_TIMEOUT)``; the culprit's
+                      preparation takes 3x that long (progress lines).
+* ``detail-mismatch`` under ``TORCH_DISTRIBUTED_DEBUG=DETAIL`` the culprit broadcasts a
+                      metric where its peers all_reduce it (same shape).
+* ``allgather-uneven`` at LAB_STEP every rank all_gathers its predictions for a metric; the
+                      culprit's last batch is short (5 rows where the peers have 8).
+* ``broadcast-src``   at LAB_STEP the culprit broadcasts a flag with itself as the source
+                      while its peers expect it from rank 0.
+* ``dl-worker-exception`` the culprit's DataLoader worker reads a corrupt record at sample
+                      LAB_STEP*8+3 and raises ValueError in the worker process.
+* ``restart-exception`` the culprit raises KeyError('labels') on a malformed sample at
+                      LAB_STEP on every attempt; torchrun restarts the group (--max-restarts).
+* ``ckpt-missing-dir`` the culprit is the rank that saves checkpoints; at LAB_STEP it saves
+                      into ``LAB_CKPT_DIR``, a folder that does not exist.
+* ``none``            a healthy run: DETAIL debug mode, a monitored_barrier and a checkpoint
+                      save by rank 0 at the end.
+"""
+
+import ctypes
+import os
+import time
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+from torch.distributed.elastic.multiprocessing.errors import record
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from _common import TinyNet, batches, dump_fr, lab_culprits, lab_int, log, setup, train_step
+
+STEPS = 12
+FAULT = os.environ.get("LAB_FAULT", "none")
+
+
+class Records(torch.utils.data.Dataset):
+    """Per-rank samples; the culprit's record LAB_STEP*8+3 is corrupt (dl-worker-exception)."""
+
+    def __init__(self, rank, n):
+        self.rank, self.n = rank, n
+        self.data = list(batches(rank, n // 8))
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if (FAULT == "dl-worker-exception" and self.rank in lab_culprits(1)
+                and i == lab_int("LAB_STEP", 4) * 8 + 3):
+            raise ValueError(f"record {i}: expected 16 features, got 15 (truncated line in shard)")
+        x, y = self.data[i // 8]
+        return x[i % 8], y[i % 8]
+
+
+@record
+def main():
+    rank, world = setup()
+    culprit = rank in lab_culprits(1)
+    step_at = lab_int("LAB_STEP", 4)
+    model = DDP(TinyNet())
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    try:
+        if FAULT == "monitored-barrier":
+            limit = float(os.environ.get("LAB_BARRIER_TIMEOUT", "5"))
+            parts = 6
+            for p in range(1, parts + 1):
+                time.sleep((3 * limit if culprit else 0.6) / parts)
+                log.info("rank %d preparing data: %d/%d shards", rank, p, parts)
+            dist.monitored_barrier(timeout=timedelta(seconds=limit))
+            log.info("rank %d passed the data barrier", rank)
+
+        if FAULT == "dl-worker-exception":
+            loader = torch.utils.data.DataLoader(Records(rank, STEPS * 8), batch_size=8, num_workers=1)
+            stream = iter(loader)
+        else:
+            n = step_at if (FAULT == "early-exit" and culprit) else STEPS
+            stream = batches(rank, n)
+
+        for step, (x, y) in enumerate(stream):
+            if culprit and step == step_at:
+                if FAULT == "cpu-alloc":
+                    rows = 2 ** 38  # the config's cache_rows, read as a power of two by mistake
+                    log.info("rank %d building feature cache (%d rows x 16)", rank, rows)
+                    cache = torch.empty(rows, 16)
+                    del cache
+                elif FAULT == "segfault":
+                    log.info("rank %d calling the native augmentation kernel", rank)
+                    ctypes.string_at(0)
+                elif FAULT == "restart-exception":
+                    sample = {"input_ids": x}
+                    y = sample["labels"]
+            loss = train_step(model, opt, x, y)
+            log.info("rank %d step %d loss %.4f", rank, step, loss.item())
+
+            if step == step_at:
+                metric = loss.detach().reshape(1).clone()
+                if FAULT == "detail-mismatch":
+                    if culprit:
+                        dist.broadcast(metric, src=0)
+                    else:
+                        dist.all_reduce(metric)
+                    log.info("rank %d synced metric %.4f", rank, metric.item())
+                elif FAULT == "allgather-uneven":
+                    preds = model(x).detach()[:, 0]
+                    if culprit:
+                        preds = preds[:5]  # the shard's last, short batch
+                    out = [torch.empty_like(preds) for _ in range(world)]
+                    dist.all_gather(out, preds)
+                    log.info("rank %d gathered %d predictions", rank, sum(t.numel() for t in out))
+                elif FAULT == "broadcast-src":
+                    flag = torch.tensor([float(rank)])
+                    dist.broadcast(flag, src=rank if culprit else 0)
+                    log.info("rank %d got stop flag %.0f", rank, flag.item())
+                elif FAULT == "ckpt-missing-dir" and culprit:
+                    path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/nonexistent/ckpt"), f"step{step}.pt")
+                    log.info("rank %d saving checkpoint to %s", rank, path)
+                    torch.save(model.state_dict(), path)
+            time.sleep(0.1)
+
+        if FAULT == "early-exit" and culprit:
+            log.info("rank %d: epoch finished after %d steps, shutting down", rank, step_at)
+            dist.destroy_process_group()
+            return
+        if FAULT == "none":
+            dist.monitored_barrier(timeout=timedelta(seconds=30))
+            if rank == 0:
+                path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")
+                torch.save(model.state_dict(), path)
+                os.remove(path)
+                log.info("rank 0 saved the final checkpoint")
+        log.info("rank %d training finished", rank)
+        dump_fr("exit")
+        dist.destroy_process_group()
+    except BaseException:
+        dump_fr("exception")
+        raise
+
+
+if __name__ == "__main__":
+    main()
