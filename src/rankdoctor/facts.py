@@ -25,6 +25,10 @@ FACTS: dict[str, str] = {
     # context; and a vendor build's rewording, seen in a real log: "failed (exitcode: -9) for
     # binary located at /env/bin/python3.10 with local_rank: 0 (process ID: 71)")
     "tr-agent-failed": r"failed \(exitcode: (?P<exitcode>-?\d+)\)(?: for binary located at .*? with)? local_rank: (?P<local_rank>\d+) \((?:pid|process ID): (?P<pid>\d+)\)",
+    # the elastic agent about to start the worker group again after a failure (torch/distributed/
+    # elastic/agent/server/api.py: "[default] Worker group FAILED. 3/3 attempts left; will restart
+    # worker group"): the attempt after it is a new one (diagnose/restarts.py)
+    "tr-restart": r"Worker group FAILED\. (?P<value>\d+)/\d+ attempts left; will restart worker group",
     # DeepSpeed's launcher (deepspeed/launcher/launch.py sigkill_handler) after a worker's
     # non-zero exit: "[...cmd...] exits with return code = -9". The cmd is the node's LAST
     # spawned worker's (the spawn loop's variable), so '--local_rank=0' in it means the node

@@ -30,6 +30,7 @@ from .hypotheses import Hypothesis, generate
 from .model import Diagnosis, InputInfo
 from .present import to_finding
 from .ranktable import LAUNCHER_FAILED, End, RankTable, build_rank_table, fingerprints_differ, is_cut_wait, mark_hung
+from . import restarts
 from .ras import ras_notes
 from .scoring import Weights, default_weights, posterior
 
@@ -60,6 +61,7 @@ class Weighing:
     scored: list[Scored]  # best first
     null_p: float
     failed: bool  # the evidence shows a failure (else the run looks healthy)
+    restarted: "restarts.Scope | None" = None  # the launcher restarted the job: the attempt read
 
 
 def weigh(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, weights: Weights | None = None,
@@ -68,6 +70,7 @@ def weigh(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, wei
     ``watch --hung-after`` seeing no line for that long), so the logs end where it hung even
     if no line says so."""
     weights = weights or default_weights()
+    scan, restarted = restarts.scope(scan)
     att = attribute(kb, scan)
     if fr is not None:
         att = Attributed(att.events + fr_events(fr), att.summary, att.seen, att.world_size, att.stacks, att.ras)
@@ -85,11 +88,11 @@ def weigh(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, wei
         mark_hung(table, att.events, "stated" if hung else "stacks")
         failed = True
     if not failed:
-        return Weighing(att, table, None, [], 1.0, False)
+        return Weighing(att, table, None, [], 1.0, False, restarted)
     cx = context(kb, table, att.events)
     hyps = generate(kb, table, att.events)
     scored, null_p = _score([(h, featurize(h, cx)) for h in hyps], weights)
-    return Weighing(att, table, cx, scored, null_p, True)
+    return Weighing(att, table, cx, scored, null_p, True, restarted)
 
 
 def rescore(w: Weighing, weights: Weights) -> Weighing:
@@ -97,7 +100,7 @@ def rescore(w: Weighing, weights: Weights) -> Weighing:
     if not w.scored:
         return w
     scored, null_p = _score([(s.hyp, s.features) for s in w.scored], weights)
-    return Weighing(w.att, w.table, w.cx, scored, null_p, w.failed)
+    return Weighing(w.att, w.table, w.cx, scored, null_p, w.failed, w.restarted)
 
 
 def _score(described: list[tuple[Hypothesis, dict[str, float]]], weights: Weights) -> tuple[list[Scored], float]:
@@ -176,6 +179,8 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, 
     seen = sorted(w.att.seen)
     count = w.att.world_size or (max(seen) + 1 if seen else 0)
     warnings += ras_notes(w.att.ras, w.failed)
+    if w.restarted is not None:
+        warnings.append(restarts.note(w.restarted))
     if not w.failed:
         return Diagnosis("no-failure-found", [], count, seen, inputs, warnings, table=w.table, weighing=w)
     ranked = answers(w, weights)

@@ -522,6 +522,25 @@ def _gone(kb: KnowledgeBase, events: list[Event]) -> dict[int, int]:
     return out
 
 
+def left_early(table: RankTable) -> set[int]:
+    """Ranks that left the job early: each ran to a clean exit (the launcher's summary of the
+    failure leaves it out) with no failure and no wait of its own, while every other rank
+    either failed waiting for a peer or losing one (one at least lost its connection: the
+    exit closed it) or was stopped by the launcher. A rank that exits while its peers still
+    issue collectives had fewer steps to run than they did (uneven inputs, a loop bound that
+    differs per rank, a return on some condition): a desync that started on it. At most half
+    of the job."""
+    gone = {r for r, rw in table.rows.items() if rw.end == End.clean and not rw.failures and not rw.waits}
+    others = [rw for r, rw in table.rows.items() if r not in gone]
+    if not gone or not others or 2 * len(gone) > len(table.rows):
+        return set()
+    if not any(rw.lost_peer for rw in others):
+        return set()
+    if not all((rw.waited and not rw.failures) or rw.end == End.terminated for rw in others):
+        return set()
+    return gone
+
+
 def outlived_peers(table: RankTable) -> tuple[set[int], set[int]]:
     """Ranks left waiting by peers that finished, and those peers.
 

@@ -220,7 +220,7 @@ def framed_entries(kb: KnowledgeBase, ev: Event) -> list[Entry]:
 def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspects:
     """The ranks the table singles out for each finding (see ``features.py`` for how
     strongly)."""
-    from .features import MIN_GAP, outlived_peers, quiet_gaps, steps_behind  # one definition of "went quiet" / "still busy" / "finished" / "behind"
+    from .features import MIN_GAP, left_early, outlived_peers, quiet_gaps, steps_behind  # one definition of "went quiet" / "still busy" / "finished" / "behind"
 
     desync: set[int] = set()
     straggler: set[int] = set()
@@ -253,6 +253,9 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
     desync |= table.odd_senders  # the side of a rejected message that waited somewhere else
     desync |= table.in_step_senders_of  # a rejected message came from the op every other rank was in
     desync |= outlived_peers(table)[0]
+    early = left_early(table)
+    desync |= early
+    group("desync", early)
     accused: set[int] = set(table.unranked_accuses)
     for rw in table.rows.values():
         accused |= rw.accuses

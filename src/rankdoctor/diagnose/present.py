@@ -14,7 +14,7 @@ from ..ingest.prefix import parse_prefix
 from .attribution import ACTIVITY, FATAL, TAIL, TRACE, WARNED
 from .collectives import compress_ranks, ranks_phrase
 from .common import MAX_EVIDENCE, PREFIX_MASK, event_key, fingerprint
-from .features import FEATURES, MIN_GAP, primary_failure
+from .features import FEATURES, MIN_GAP, left_early, primary_failure
 from .hypotheses import Kind
 from .model import Evidence, Finding, Step
 from .ranktable import End, is_cut_wait
@@ -222,6 +222,11 @@ def _root_cause(a: "Answer", w: "Weighing", collateral: list[int]) -> str:
             # its only failure is its own report of the mismatch, which either side can make
             parts.append(f"{Who} reported the mismatch; either side of a mismatch can be the one to report it, "
                          "so the rank that issued the other operation may be where it started.")
+        elif ranks and set(ranks) <= left_early(table):
+            parts.append(f"{Who} ran to a clean exit while the others were still in a collective (the launcher's summary "
+                         f"of the failure does not list {'them' if len(ranks) > 1 else 'it'}): {'they' if len(ranks) > 1 else 'it'} "
+                         f"had fewer steps to run (uneven inputs, a loop bound or an early return that differs per rank), and "
+                         f"the others lost the connection when {'they' if len(ranks) > 1 else 'it'} exited.")
         elif ranks:
             parts.append(f"{Who} took the other path.")
             if f.get("claim_odd_sender"):

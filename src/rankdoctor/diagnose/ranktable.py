@@ -343,6 +343,9 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
     sigterm = att.summary.sigterm_pids
     for rw in rows.values():
         rw.end = _end_of(rw, sigterm, _witness_only(kb, rw))
+    for r in _unlisted(att.summary, expected):
+        if row(r).end == End.unknown:
+            rows[r].end = End.clean
 
     # a rank that timed out itself did not vanish: its peers' "lost" reports are collateral
     timed_out = {r for r, rw in rows.items() if any(e.cap_int("timeout_ms") is not None for e in rw.waits)}
@@ -430,6 +433,20 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
                      in_step_senders_of={r for r, s in sent if r is not None and _common_site(sites, s, r)},
                      stop_signal=any(e.role == "symptom" and e.rank is None and e.entry and _explains_a_stop(kb, e.entry)
                                      for e in events))
+
+
+def _unlisted(summary, expected: set[int]) -> set[int]:
+    """The ranks a torchrun failure summary leaves out, where it speaks for the whole job: it
+    lists every worker of its group that did not exit 0 (SIGTERM'd survivors included), so on
+    one node (every record's global rank is its local rank, one host) a rank of the job it
+    does not list ran to a clean exit before the failure."""
+    blocks = [r for r in summary.records if r.block and not r.srun and r.rank is not None]
+    if not blocks or len({(r.source, r.host) for r in blocks}) != 1 or any(r.rank != r.local_rank for r in blocks):
+        return set()
+    listed = {r.rank for r in blocks}
+    unlisted = expected - listed
+    # the summary must hold most of the job (a paste of one record says nothing of the rest)
+    return unlisted if listed and 2 * len(unlisted) < len(expected) and max(expected) < 64 else set()
 
 
 def _explains_a_stop(kb: KnowledgeBase, entry_id: str) -> bool:

@@ -1,0 +1,123 @@
+"""A job its launcher restarted: the first attempt that failed is where it started.
+
+torchrun with ``--max-restarts`` (and any elastic agent) answers a worker's failure by stopping
+the whole worker group and starting it again. Each attempt leaves its own failure: the first
+one is what made the launcher restart; the later ones are either the same error again (a
+deterministic bug fails every attempt alike) or a consequence of restarting (the new workers
+cannot connect where the old ones had listened, a half-written checkpoint, a port still held).
+The launcher's final summary (``ChildFailedError``) describes only the LAST attempt, so it is
+the loudest and least informative part of the log.
+
+``scope`` keeps what the run left up to the end of the first attempt that failed and sets the
+rest aside, when that attempt shows a failure of its own (a line that is a failure, not only
+the launcher's record of an exit): the later attempts' lines are then told apart from the
+cause rather than weighed against it. Attempts are told apart by:
+
+* torchrun's ``--log-dir`` tree: ``<run_id>/attempt_<n>/<local_rank>/...`` (the path);
+* the agent's "Worker group FAILED. 2/3 attempts left; will restart worker group" (older
+  releases log it at INFO; the attempt that follows starts after that line);
+* two or more records "failed (exitcode: N) local_rank: L (pid: P)" of ONE agent (the same pid
+  in their glog prefix ``E1206 10:20:26.407000 31628 ...``) about different worker pids: the
+  agent logs one such record per failed attempt (several agents writing to one file each have
+  their own pid).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..events import Event, Fact, Sample, ScanResult
+from .attribution import FATAL, TRACE
+
+RESTART_FACT = "tr-restart"
+AGENT_FAILED = "tr-agent-failed"
+_ATTEMPT_DIR = re.compile(r"attempt_(\d+)[/\\]")
+_GLOG_PID = re.compile(r"^[EWIF]\d{4} [\d:.]+ +(\d+) ")
+
+
+@dataclass(frozen=True)
+class Scope:
+    attempt: int  # the attempt kept (0-based), the first that failed
+    attempts: int  # how many attempts the evidence shows
+    left_out: int  # lines of evidence (events and facts) of the later attempts set aside
+
+
+def _bounds(facts: list[Fact]) -> dict[str, list[int]]:
+    """Per source (one that is not a per-attempt file), the lines after which a new attempt
+    begins."""
+    out: dict[str, set[int]] = {}
+    agents: dict[tuple[str, str], list[Fact]] = {}
+    for f in facts:
+        if _ATTEMPT_DIR.search(f.source):
+            continue
+        if f.fact == RESTART_FACT:
+            out.setdefault(f.source, set()).add(f.line)
+        elif f.fact == AGENT_FAILED and (m := _GLOG_PID.match(f.text)):
+            agents.setdefault((f.source, m[1]), []).append(f)
+    for (source, _), recs in agents.items():
+        recs.sort(key=lambda f: f.line)
+        if len({f.captures.get("pid") for f in recs}) < 2:
+            continue
+        # every record but the last ends an attempt (the last one's attempt ends the run)
+        out.setdefault(source, set()).update(f.line for f in recs[:-1])
+    return {s: sorted(b) for s, b in out.items()}
+
+
+def _attempt(item: Event | Fact, bounds: dict[str, list[int]], dirs: dict[str, int | None]) -> int:
+    if item.source not in dirs:
+        m = _ATTEMPT_DIR.search(item.source)
+        dirs[item.source] = int(m[1]) if m else None
+    if (n := dirs[item.source]) is not None:
+        return n
+    b = bounds.get(item.source)
+    if not b:
+        return 0
+    return sum(1 for x in b if x < item.line)
+
+
+def _own_failure(ev: Event) -> bool:
+    """A line that is a failure of the process that printed it, not a launcher's record."""
+    if "launcher" in ev.captures:
+        return False
+    return ev.role in ("cause", FATAL) or (ev.role == TRACE and ev.signature in ("python-exception", "cpp-backtrace"))
+
+
+def scope(scan: ScanResult) -> tuple[ScanResult, Scope | None]:
+    """The scan cut to the first attempt that failed (see the module's doc), or the scan as it
+    is (and None) when the evidence shows one attempt, or the first failed one shows no
+    failure of its own."""
+    facts = scan.facts
+    bounds = _bounds(facts)
+    if not bounds and not any(_ATTEMPT_DIR.search(i.path) for i in scan.inputs):
+        return scan, None
+    events = scan.events
+    dirs: dict[str, int | None] = {}
+    attempts = {_attempt(x, bounds, dirs) for x in (*events, *facts)}
+    if len(attempts) < 2:
+        return scan, None
+    failed = sorted({_attempt(e, bounds, dirs) for e in events if _own_failure(e)})
+    if not failed:
+        return scan, None
+    first = failed[0]
+    out = ScanResult(inputs=scan.inputs, ranks_seen=set(scan.ranks_seen), local_ranks_seen=set(scan.local_ranks_seen),
+                     hosts_seen=set(scan.hosts_seen), warnings=list(scan.warnings), stacks=scan.stacks, ras=scan.ras)
+    left = 0
+    for key, sample in scan.samples.items():
+        for seq, item in sample.items():
+            if _attempt(item, bounds, dirs) <= first:
+                kept = out.samples.get(key)
+                if kept is None:
+                    kept = out.samples[key] = Sample(sample.cap)
+                kept.push(seq, item)
+            else:
+                left += 1
+    out.added = scan.added
+    out.tails = [t for t in scan.tails if _attempt(t, bounds, dirs) <= first]
+    return out, Scope(first, max(attempts) + 1, left)
+
+
+def note(s: Scope) -> str:
+    return (f"the launcher restarted the workers ({s.attempts} attempts): the diagnosis reads attempt {s.attempt}, "
+            f"the first that failed; {s.left_out} lines of the later attempts are left out of the weighing "
+            f"(they repeat the first failure, or fail because of the restart)")
