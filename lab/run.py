@@ -641,6 +641,8 @@ MATRIX_FRESH5: dict = {
 # Fault kinds no other lab script injects (lab/new_kinds.py, LAB_FAULT), written down on
 # 2026-12-06 before any of them ran: a held-out draw of *new* faults, measured once
 # (eval/HISTORY.md) before any change made for it. Labels come from the injection.
+_SEGV = "dereferences a null pointer in native code at step {s} (ctypes.string_at(0)): SIGSEGV"
+_NATIVE = r"rank {c} calling the native augmentation kernel"
 _KINDS = {
     # fault: (LAB_FAULT, class, entry hint, what the culprit does, extra env, evidence of the culprit)
     "early-exit": ("early-exit", "collective-desync", "uneven-inputs-early-exit",
@@ -651,13 +653,9 @@ _KINDS = {
                   "builds a feature cache of 2**38 x 16 floats at step {s} (a bad config value): the CPU "
                   "allocator cannot allocate the 16 TiB and the exception ends the rank", {},
                   [r"rank {c} building feature cache"]),
-    "segfault": ("segfault", "peer-rank-crashed", "worker-segfault",
-                 "dereferences a null pointer in native code at step {s} (ctypes.string_at(0)): SIGSEGV, "
-                 "no Python traceback", {}, [r"rank {c} calling the native augmentation kernel"]),
-    "segfault-fh": ("segfault", "peer-rank-crashed", "worker-segfault",
-                    "dereferences a null pointer in native code at step {s} (ctypes.string_at(0)): SIGSEGV; "
-                    "PYTHONFAULTHANDLER=1 prints its Python stack", {"PYTHONFAULTHANDLER": "1"},
-                    [r"rank {c} calling the native augmentation kernel"]),
+    "segfault": ("segfault", "peer-rank-crashed", "worker-segfault", _SEGV + ", no Python traceback", {}, [_NATIVE]),
+    "segfault-fh": ("segfault", "peer-rank-crashed", "worker-segfault", _SEGV + "; PYTHONFAULTHANDLER=1 prints its Python stack",
+                    {"PYTHONFAULTHANDLER": "1"}, [_NATIVE]),
     "monitored-barrier": ("monitored-barrier", "straggler-timeout", "monitored-barrier-slow-rank",
                           "prepares its data 3x slower than the 5 s monitored_barrier timeout (progress "
                           "lines) while the others wait in dist.monitored_barrier", {"LAB_BARRIER_TIMEOUT": "5"},
