@@ -31,6 +31,24 @@ script print while it happens:
                       into ``LAB_CKPT_DIR``, a folder that does not exist.
 * ``none``            a healthy run: DETAIL debug mode, a monitored_barrier and a checkpoint
                       save by rank 0 at the end.
+
+A second set (``--fresh 7``), written down after the first had run:
+
+* ``detail-allreduce`` no DDP (gradients averaged by hand with all_reduce, which DETAIL mode
+                      accepts where DDP's constructor crashed in torch 2.13), under
+                      ``TORCH_DISTRIBUTED_DEBUG=DETAIL``: at LAB_STEP the culprit broadcasts its
+                      loss where the others all_reduce it.
+* ``none-noddp``      the same hand-averaged job under DETAIL, healthy.
+* ``exit-silent``     the culprit's library calls ``os._exit(3)`` at LAB_STEP: no traceback, no
+                      message, exit code 3.
+* ``abort``           the culprit's native code calls ``abort()`` at LAB_STEP (``os.abort``):
+                      SIGABRT, exit -6, no message.
+* ``dtype-matmul``    the culprit's batch arrives as float64 at LAB_STEP: the Linear layer
+                      raises a dtype mismatch.
+* ``ckpt-stale``      at LAB_STEP every rank resumes from a checkpoint; the culprit's path points
+                      at a stale one of a model with another hidden size.
+* ``ckpt-truncated``  at LAB_STEP every rank resumes from a checkpoint; the culprit's copy is
+                      cut in half (a copy that did not finish).
 """
 
 import ctypes
@@ -67,12 +85,36 @@ class Records(torch.utils.data.Dataset):
         return x[i % 8], y[i % 8]
 
 
+def _resume(model, rank, world, culprit, step):
+    """Every rank loads the checkpoint rank 0 wrote at this step; the culprit's path is
+    wrong: a stale checkpoint of another model size (ckpt-stale) or a copy cut in half
+    (ckpt-truncated)."""
+    folder = os.environ.get("LAB_CKPT_DIR", "/tmp")
+    path = os.path.join(folder, f"lab-{os.environ.get('TORCHELASTIC_RUN_ID', 'run')}-step{step}.pt")
+    inner = model.module if isinstance(model, DDP) else model
+    if rank == 0:
+        torch.save(inner.state_dict(), path)
+    dist.barrier()
+    if culprit:
+        bad = path + f".rank{rank}"
+        if FAULT == "ckpt-stale":
+            torch.save(TinyNet(d_hidden=48).state_dict(), bad)
+        else:
+            data = open(path, "rb").read()
+            with open(bad, "wb") as f:
+                f.write(data[: len(data) // 2])
+        path = bad
+    log.info("rank %d resuming from %s", rank, path)
+    inner.load_state_dict(torch.load(path, map_location="cpu"))
+
+
 @record
 def main():
     rank, world = setup()
     culprit = rank in lab_culprits(1)
     step_at = lab_int("LAB_STEP", 4)
-    model = DDP(TinyNet())
+    no_ddp = FAULT in ("detail-allreduce", "none-noddp")
+    model = TinyNet() if no_ddp else DDP(TinyNet())
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     try:
         if FAULT == "monitored-barrier":
@@ -104,12 +146,31 @@ def main():
                 elif FAULT == "restart-exception":
                     sample = {"input_ids": x}
                     y = sample["labels"]
-            loss = train_step(model, opt, x, y)
+                elif FAULT == "exit-silent":
+                    log.info("rank %d opening the feature store", rank)
+                    os._exit(3)
+                elif FAULT == "abort":
+                    log.info("rank %d calling the native augmentation kernel", rank)
+                    os.abort()
+                elif FAULT == "dtype-matmul":
+                    x = x.double()  # a preprocessing branch that returns float64
+            if FAULT in ("ckpt-stale", "ckpt-truncated") and step == step_at:
+                _resume(model, rank, world, culprit, step)
+            if no_ddp:
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                for p in model.parameters():
+                    dist.all_reduce(p.grad)
+                    p.grad /= world
+                opt.step()
+            else:
+                loss = train_step(model, opt, x, y)
             log.info("rank %d step %d loss %.4f", rank, step, loss.item())
 
             if step == step_at:
                 metric = loss.detach().reshape(1).clone()
-                if FAULT == "detail-mismatch":
+                if FAULT in ("detail-mismatch", "detail-allreduce"):
                     if culprit:
                         dist.broadcast(metric, src=0)
                     else:
@@ -136,7 +197,7 @@ def main():
             log.info("rank %d: epoch finished after %d steps, shutting down", rank, step_at)
             dist.destroy_process_group()
             return
-        if FAULT == "none":
+        if FAULT in ("none", "none-noddp"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")

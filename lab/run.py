@@ -699,7 +699,7 @@ def _mx_kind(fault):
             script="new_kinds.py", cls=cls, hint=hint,
             description=f"Rank{'s' if len(cs) > 1 else ''} {_words(cs)} of {w}: "
             + what.format(s=s, s_1=s - 1, c=c) + f"; rank(s) {_words(o)} are the peers.",
-            evidence=[e.format(s=s, c=c) for e in evidence] + [r"failed \(exitcode: -?\d+\)"],
+            evidence=[e.format(s=s, s_1=s - 1, c=c) for e in evidence] + [r"failed \(exitcode: -?\d+\)"],
             env=env2, fr=True, **args)
     return make
 
@@ -728,7 +728,62 @@ MATRIX_FRESH6: dict = {
     "ckpt-missing-dir": (_mx_kind("ckpt-missing-dir"), [(3, (0,), 5, True), (4, (0,), 3, False)]),
     "healthy-detail": (_mx_kind_healthy, [(4, (), 0, True), (3, (), 0, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6}
+# A second draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-06 after the first
+# (MATRIX_FRESH6) had been measured and learned from, before any of these ran.
+_KINDS.update({
+    "detail-allreduce": ("detail-allreduce", "collective-desync", "detail-collective-mismatch",
+                         "broadcasts its loss at step {s} where the others all_reduce it, under "
+                         "TORCH_DISTRIBUTED_DEBUG=DETAIL (no DDP: gradients averaged with all_reduce by hand)",
+                         {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}, [r"rank {c} step {s_1} loss"]),
+    "exit-silent": ("exit-silent", "peer-rank-crashed", "worker-silent-exit",
+                    "exits with status 3 at step {s} through os._exit in a library (no traceback, no message)",
+                    {}, [r"rank {c} opening the feature store"]),
+    "abort": ("abort", "peer-rank-crashed", "worker-native-abort",
+              "calls abort() in native code at step {s} (os.abort: SIGABRT, exit -6, no message)", {}, [_NATIVE]),
+    "dtype-matmul": ("dtype-matmul", "device-mismatch", "tensor-dtype-mismatch",
+                     "gets its batch as float64 at step {s} (a preprocessing branch): its Linear layer raises a "
+                     "dtype mismatch", {}, [r"rank {c} step {s_1} loss"]),
+    "ckpt-stale": ("ckpt-stale", "checkpoint-error", "checkpoint-size-mismatch",
+                   "resumes at step {s} from a stale checkpoint of a model with another hidden size (48), while the "
+                   "others load the one rank 0 just wrote", {}, [r"rank {c} resuming from \S+\.rank{c}"]),
+    "ckpt-truncated": ("ckpt-truncated", "checkpoint-error", "checkpoint-truncated",
+                       "resumes at step {s} from a copy of the checkpoint cut in half, while the others load the "
+                       "whole file rank 0 just wrote", {}, [r"rank {c} resuming from \S+\.rank{c}"]),
+})
+
+
+def _mx_kind_healthy_noddp(w, cs, s):
+    return dict(
+        script="new_kinds.py", cls=None, hint="healthy",
+        description=f"Successful {w}-rank run (12 steps, gradients averaged with all_reduce by hand, no DDP) under "
+        f"TORCH_DISTRIBUTED_DEBUG=DETAIL with a monitored_barrier and a checkpoint save by rank 0 at the end. "
+        f"Nothing here is a failure.",
+        evidence=[r"rank 0 saved the final checkpoint", r"training finished"],
+        env={"LAB_FAULT": "none-noddp", "TORCH_DISTRIBUTED_DEBUG": "DETAIL"}, fr=True, expect_ok=True)
+
+
+def _mx_rdzv_missing_node(w, cs, s):
+    return dict(
+        script="new_kinds.py", cls="rendezvous-init", hint="rendezvous-missing-node",
+        description=f"torchrun is told the job has 2 nodes (--nnodes 2, {w} workers per node) but only this node's "
+        f"agent is started; the c10d rendezvous waits for the second node until its join timeout (15 s) and the "
+        f"agent gives up. No worker starts.",
+        evidence=[r"RendezvousTimeoutError"],
+        env={"LAB_FAULT": "none"}, torchrun_args=["--nnodes", "2", "--rdzv-conf", "join_timeout=15"],
+        initiating_rank=None)
+
+
+MATRIX_FRESH7: dict = {
+    "detail-allreduce": (_mx_kind("detail-allreduce"), [(4, (2,), 3, True), (3, (0,), 4, False)]),
+    "healthy-detail-noddp": (_mx_kind_healthy_noddp, [(3, (), 0, True)]),
+    "exit-silent": (_mx_kind("exit-silent"), [(4, (1,), 4, True), (5, (4,), 3, False)]),
+    "abort": (_mx_kind("abort"), [(4, (2,), 3, True), (3, (0,), 5, False)]),
+    "dtype-matmul": (_mx_kind("dtype-matmul"), [(3, (1,), 3, True), (5, (3,), 2, False)]),
+    "ckpt-stale": (_mx_kind("ckpt-stale"), [(4, (3,), 4, True)]),
+    "ckpt-truncated": (_mx_kind("ckpt-truncated"), [(3, (2,), 3, True), (4, (1,), 5, False)]),
+    "rdzv-missing-node": (_mx_rdzv_missing_node, [(2, (), 0, True)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
