@@ -73,3 +73,19 @@ def test_a_crash_is_not_an_early_exit(kb):
     # rank 3 segfaults: every other rank is listed (SIGTERM'd), none ran to a clean exit
     w = weigh(kb, _scan(kb, "segfault-w4-r3"))
     assert left_early(w.table) == set()
+
+
+def test_detail_mismatch_reports_give_each_rank_its_fingerprint(kb):
+    # lab-fresh7: under TORCH_DISTRIBUTED_DEBUG=DETAIL rank 2 broadcasts where ranks 0, 1, 3
+    # all_reduce; every rank prints "Detected mismatch ... Rank <self> is running collective:
+    # CollectiveFingerPrint(SequenceNumber=16, OpType=<its op> ...), but Rank <peer> ..."
+    from rankdoctor.diagnose.hypotheses import suspects
+    from rankdoctor.diagnose.ranktable import fingerprint_minority
+
+    d = SCENARIOS / "lab-fresh7" / "detail-allreduce-w4-r2"
+    w = weigh(kb, scan_sources(kb, expand_inputs([str(d / "console.log")]), Scanner(kb)))
+    assert {r: e.captures["op"] for r, e in w.table.fingerprints.items()} == {
+        0: "ALLREDUCE", 1: "ALLREDUCE", 2: "BROADCAST", 3: "ALLREDUCE"}
+    assert fingerprint_minority(w.table) == {2}
+    # the majority's ranks only reported the mismatch: witnesses, not suspects
+    assert suspects(kb, w.table, w.att.events).desync == {2}

@@ -256,6 +256,12 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
     early = left_early(table)
     desync |= early
     group("desync", early)
+    # DETAIL's fingerprints single out a minority of ranks in another collective: the ranks whose
+    # own fingerprint is the majority's only reported the mismatch (every rank prints it, and
+    # names a peer on the other side), they are witnesses, not where it started
+    odd_fp = fingerprint_minority(table)
+    if odd_fp:
+        desync -= set(table.fingerprints) - odd_fp
     accused: set[int] = set(table.unranked_accuses)
     for rw in table.rows.values():
         accused |= rw.accuses

@@ -359,7 +359,11 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
 
     fingerprints: dict[int, Event] = {}
     for e in sorted(events, key=lambda e: (e.cap_int("seq") or -1, e.source, e.line)):
-        if e.role == "context" and e.rank is not None and e.cap_int("seq") is not None and e.captures.get("op"):
+        if e.rank is not None and e.cap_int("seq") is not None and e.captures.get("op") and (
+                e.role == "context" or e.cap_int("rank") == e.rank):
+            # a DETAIL fingerprint line, or DETAIL's mismatch report, which gives the printing
+            # rank's own fingerprint first ("Rank 2 is running collective: CollectiveFingerPrint(
+            # SequenceNumber=16, OpType=BROADCAST ...), but Rank 0 is running ...")
             fingerprints[e.rank] = e
 
     fingerprints.update(_coll_trace_conflict(events))
