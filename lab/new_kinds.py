@@ -49,6 +49,20 @@ A second set (``--fresh 7``), written down after the first had run:
                       at a stale one of a model with another hidden size.
 * ``ckpt-truncated``  at LAB_STEP every rank resumes from a checkpoint; the culprit's copy is
                       cut in half (a copy that did not finish).
+
+A third set (``--fresh 8``), written down after the second had been learned from:
+
+* ``compile-fullgraph`` the step's loss is computed by a ``torch.compile(fullgraph=True)``'d
+                      function whose short-batch branch calls ``.item()``; at LAB_STEP the
+                      culprit's batch is short (7 rows), dynamo recompiles for it and refuses
+                      the graph break.
+* ``unused-one-rank`` the model has an auxiliary head used only when a batch carries auxiliary
+                      targets; at LAB_STEP the culprit's batch has none, so its aux head gets no
+                      gradient (DDP, find_unused_parameters=False).
+* ``late-init``       the culprit's process starts 2.5x the timeout late (a slow image pull),
+                      printing progress, before it calls init_process_group.
+* ``eval-exception``  at LAB_STEP the culprit runs the evaluation alone (on an empty eval
+                      split: ZeroDivisionError) while the others wait in dist.barrier().
 """
 
 import ctypes
@@ -108,13 +122,42 @@ def _resume(model, rank, world, culprit, step):
     inner.load_state_dict(torch.load(path, map_location="cpu"))
 
 
+class AuxNet(torch.nn.Module):
+    """TinyNet with an auxiliary head that only batches with auxiliary targets use."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = TinyNet()
+        self.aux = torch.nn.Linear(4, 1)
+
+    def forward(self, x, with_aux=True):
+        out = self.body(x)
+        return out, (self.aux(out) if with_aux else None)
+
+
+def _compiled_loss():
+    @torch.compile(fullgraph=True, backend="eager")
+    def loss_fn(pred, y):
+        loss = torch.nn.functional.mse_loss(pred, y)
+        if pred.shape[0] < 8:  # a short last batch: log how many rows it had
+            loss = loss * (8 / int(pred.new_tensor(pred.shape[0]).item()))
+        return loss
+    return loss_fn
+
+
 @record
 def main():
+    if FAULT == "late-init" and int(os.environ.get("RANK", "0")) in lab_culprits(1):
+        late = 2.5 * float(os.environ.get("LAB_PG_TIMEOUT", "15"))
+        for p in range(1, 6):
+            time.sleep(late / 5)
+            print(f"rank {os.environ.get('RANK')}: pulling the container image layers {p}/5", flush=True)
     rank, world = setup()
     culprit = rank in lab_culprits(1)
     step_at = lab_int("LAB_STEP", 4)
     no_ddp = FAULT in ("detail-allreduce", "none-noddp")
-    model = TinyNet() if no_ddp else DDP(TinyNet())
+    model = TinyNet() if no_ddp else DDP(AuxNet() if FAULT == "unused-one-rank" else TinyNet())
+    loss_fn = _compiled_loss() if FAULT == "compile-fullgraph" else None
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     try:
         if FAULT == "monitored-barrier":
@@ -156,7 +199,23 @@ def main():
                     x = x.double()  # a preprocessing branch that returns float64
             if FAULT in ("ckpt-stale", "ckpt-truncated") and step == step_at:
                 _resume(model, rank, world, culprit, step)
-            if no_ddp:
+            if FAULT == "compile-fullgraph":
+                if culprit and step == step_at:
+                    x, y = x[:7], y[:7]  # the shard's short last batch
+                loss = loss_fn(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            elif FAULT == "unused-one-rank":
+                with_aux = not (culprit and step == step_at)  # this batch carries no aux targets
+                out, aux = model(x, with_aux)
+                loss = torch.nn.functional.mse_loss(out, y)
+                if aux is not None:
+                    loss = loss + 0.1 * aux.pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            elif no_ddp:
                 loss = torch.nn.functional.mse_loss(model(x), y)
                 opt.zero_grad()
                 loss.backward()
@@ -187,6 +246,12 @@ def main():
                     flag = torch.tensor([float(rank)])
                     dist.broadcast(flag, src=rank if culprit else 0)
                     log.info("rank %d got stop flag %.0f", rank, flag.item())
+                elif FAULT == "eval-exception":
+                    if culprit:
+                        log.info("rank %d running the evaluation", rank)
+                        scores = []  # the eval split came out empty on this rank
+                        log.info("rank %d eval score %.3f", rank, sum(scores) / len(scores))
+                    dist.barrier()
                 elif FAULT == "ckpt-missing-dir" and culprit:
                     path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/nonexistent/ckpt"), f"step{step}.pt")
                     log.info("rank %d saving checkpoint to %s", rank, path)

@@ -783,7 +783,33 @@ MATRIX_FRESH7: dict = {
     "ckpt-truncated": (_mx_kind("ckpt-truncated"), [(3, (2,), 3, True), (4, (1,), 5, False)]),
     "rdzv-missing-node": (_mx_rdzv_missing_node, [(2, (), 0, True)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7}
+# A third draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-06 after the second
+# (MATRIX_FRESH7) had been measured and learned from, before any of these ran.
+_KINDS.update({
+    "compile-fullgraph": ("compile-fullgraph", "compile-error", "dynamo-fullgraph-graph-break",
+                          "gets a short batch (7 rows) at step {s}: the fullgraph-compiled loss recompiles for it, "
+                          "reaches the branch that calls .item() and dynamo refuses the graph break", {},
+                          [r"rank {c} step {s_1} loss"]),
+    "unused-one-rank": ("unused-one-rank", "ddp-unused-parameters", "ddp-unused-parameters",
+                        "has a batch without auxiliary targets at step {s}: its auxiliary head gets no gradient "
+                        "(DDP, find_unused_parameters=False), so its reducer never finishes that iteration", {},
+                        [r"rank {c} step {s_1} loss"]),
+    "late-init": ("late-init", "rendezvous-init", "late-rank-at-init",
+                  "starts 2.5x the timeout late (progress lines of a slow image pull) before calling "
+                  "init_process_group, while the others wait in it", {},
+                  [r"rank {c}: pulling the container image layers 1/5"]),
+    "eval-exception": ("eval-exception", "peer-rank-crashed", "python-exception-in-one-rank",
+                       "runs the evaluation alone at step {s} and raises ZeroDivisionError (an empty eval split) "
+                       "while the others wait in dist.barrier()", {}, [r"rank {c} running the evaluation"]),
+})
+
+MATRIX_FRESH8: dict = {
+    "compile-fullgraph": (_mx_kind("compile-fullgraph"), [(3, (1,), 3, True), (4, (0,), 2, False)]),
+    "unused-one-rank": (_mx_kind("unused-one-rank"), [(4, (2,), 3, True), (3, (1,), 4, False)]),
+    "late-init": (_mx_kind("late-init"), [(4, (3,), 0, True), (3, (0,), 0, False)]),
+    "eval-exception": (_mx_kind("eval-exception"), [(4, (0,), 3, True), (5, (2,), 4, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
