@@ -151,7 +151,7 @@ def test_public_example_sources_are_accepted(tmp_path, kb):
 
 
 _THREAD = re.compile(r"^[\w.-]+/[\w.-]+#\d+ \((https://github\.com/[\w.-]+/[\w.-]+/(?:issues|pull)/\d+)\)")
-_LAB_RUN = re.compile(r"^rankdoctor lab run, .*?\(fault: ([\w-]+)")
+_LAB_RUN = re.compile(r"^rankdoctor lab run, .*?\(fault: ([\w-]+(?:/[\w-]+)?)")
 
 
 def _captured_logs() -> dict[str, list[Path]]:
@@ -165,15 +165,16 @@ def _captured_logs() -> dict[str, list[Path]]:
 
 
 def test_examples_from_captured_logs_are_verbatim(kb):
-    """An example cited as a lab run (``rankdoctor lab run, ... (fault: <case>``) must be in
-    that run's console.log; one cited as a thread (``owner/repo#N (url)`` first) whose log the
+    """An example cited as a lab run (``rankdoctor lab run, ... (fault: <case>``, or ``(fault:
+    <matrix folder>/<variant>`` for a run of a matrix draw) must be in that run's console.log; one cited as a thread (``owner/repo#N (url)`` first) whose log the
     repository holds a copy of must be in that copy."""
     logs = _captured_logs()
     checked = 0
     for e in kb:
         for ex in [*e.examples.match, *e.examples.no_match]:
             if m := _LAB_RUN.match(ex.source):
-                files = [ROOT / "tests/scenarios/lab" / m.group(1) / "console.log"]
+                where = m.group(1) if "/" in m.group(1) else f"lab/{m.group(1)}"
+                files = [ROOT / "tests/scenarios" / where / "console.log"]
                 assert files[0].is_file(), (e.id, ex.source)
             elif (m := _THREAD.match(ex.source)) and m.group(1) in logs:
                 files = logs[m.group(1)]
