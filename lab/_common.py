@@ -177,3 +177,15 @@ def lab_culprits(default: int) -> tuple[int, ...]:
 def lab_int(name: str, default: int) -> int:
     """An integer knob such as ``LAB_STEP`` (``default`` when unset)."""
     return int(os.environ.get(name, default))
+
+
+def backward_step(model: nn.Module, opt: torch.optim.Optimizer, loss: torch.Tensor, world: int | None = None) -> None:
+    """Backward and one optimizer step; with ``world``, the gradients are averaged over the
+    ranks by hand (an all_reduce per parameter: a job without DDP)."""
+    opt.zero_grad()
+    loss.backward()
+    if world:
+        for p in model.parameters():
+            dist.all_reduce(p.grad)
+            p.grad /= world
+    opt.step()

@@ -75,7 +75,7 @@ import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import record
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from _common import TinyNet, batches, dump_fr, lab_culprits, lab_int, log, setup, train_step
+from _common import TinyNet, backward_step, batches, dump_fr, lab_culprits, lab_int, log, setup, train_step
 
 STEPS = 12
 FAULT = os.environ.get("LAB_FAULT", "none")
@@ -203,26 +203,17 @@ def main():
                 if culprit and step == step_at:
                     x, y = x[:7], y[:7]  # the shard's short last batch
                 loss = loss_fn(model(x), y)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
+                backward_step(model, opt, loss)
             elif FAULT == "unused-one-rank":
                 with_aux = not (culprit and step == step_at)  # this batch carries no aux targets
                 out, aux = model(x, with_aux)
                 loss = torch.nn.functional.mse_loss(out, y)
                 if aux is not None:
                     loss = loss + 0.1 * aux.pow(2).mean()
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
+                backward_step(model, opt, loss)
             elif no_ddp:
                 loss = torch.nn.functional.mse_loss(model(x), y)
-                opt.zero_grad()
-                loss.backward()
-                for p in model.parameters():
-                    dist.all_reduce(p.grad)
-                    p.grad /= world
-                opt.step()
+                backward_step(model, opt, loss, world)
             else:
                 loss = train_step(model, opt, x, y)
             log.info("rank %d step %d loss %.4f", rank, step, loss.item())

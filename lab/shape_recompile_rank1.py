@@ -15,7 +15,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from _common import TinyNet, batches, dump_fr, lab_culprits, lab_int, log, setup
+from _common import TinyNet, backward_step, batches, dump_fr, lab_culprits, lab_int, log, setup
 
 BATCH = 8
 BACKEND = os.environ.get("LAB_COMPILE_BACKEND", "aot_eager")
@@ -40,12 +40,7 @@ def main():
             if rank in lab_culprits(1) and step == lab_int("LAB_STEP", 3):
                 x, y = x[:7], y[:7]  # this rank's shard ends with a partial batch
             loss = train_step(x, y)
-            opt.zero_grad()
-            loss.backward()
-            for p in model.parameters():
-                dist.all_reduce(p.grad)
-                p.grad /= world
-            opt.step()
+            backward_step(model, opt, loss, world)
             log.info("rank %d step %d batch %d loss %.4f", rank, step, x.shape[0], loss.item())
         dist.barrier()
     except BaseException:
