@@ -63,6 +63,20 @@ A third set (``--fresh 8``), written down after the second had been learned from
                       printing progress, before it calls init_process_group.
 * ``eval-exception``  at LAB_STEP the culprit runs the evaluation alone (on an empty eval
                       split: ZeroDivisionError) while the others wait in dist.barrier().
+
+A fourth set (``--fresh 9``), written down after the third had been learned from:
+
+* ``rank-dup``        the culprit's launch script overrides RANK with the next rank's number
+                      (a copy-paste in a per-node script): two processes claim one rank and the
+                      culprit's own rank is never taken.
+* ``world-plus-one``  the culprit's script overrides WORLD_SIZE with one more than the job has.
+* ``barrier-one-rank`` at LAB_STEP only the culprit calls dist.barrier() (a debug barrier left
+                      in a rank-dependent branch).
+* ``pickle-object``   at LAB_STEP every rank calls broadcast_object_list from the culprit, whose
+                      object holds a lambda that cannot be pickled.
+* ``anomaly-nan``     anomaly detection is on everywhere; at LAB_STEP the culprit's batch holds a
+                      NaN and its backward raises anomaly mode's "returned nan values".
+* ``hook-exception``  the culprit's gradient hook raises ValueError at LAB_STEP.
 """
 
 import ctypes
@@ -152,6 +166,14 @@ def main():
         for p in range(1, 6):
             time.sleep(late / 5)
             print(f"rank {os.environ.get('RANK')}: pulling the container image layers {p}/5", flush=True)
+    if FAULT in ("rank-dup", "world-plus-one") and int(os.environ.get("RANK", "0")) in lab_culprits(1):
+        if FAULT == "rank-dup":
+            os.environ["RANK"] = str((int(os.environ["RANK"]) + 1) % int(os.environ["WORLD_SIZE"]))
+        else:
+            os.environ["WORLD_SIZE"] = str(int(os.environ["WORLD_SIZE"]) + 1)
+        print(f"launch script: RANK={os.environ['RANK']} WORLD_SIZE={os.environ['WORLD_SIZE']}", flush=True)
+    if FAULT == "anomaly-nan":
+        torch.autograd.set_detect_anomaly(True)
     rank, world = setup()
     culprit = rank in lab_culprits(1)
     step_at = lab_int("LAB_STEP", 4)
@@ -197,6 +219,16 @@ def main():
                     os.abort()
                 elif FAULT == "dtype-matmul":
                     x = x.double()  # a preprocessing branch that returns float64
+                elif FAULT == "anomaly-nan":
+                    x = x.clone()
+                    x[0, 0] = float("nan")  # a corrupt feature in this rank's batch
+                elif FAULT == "hook-exception":
+                    def clip_hook(grad):
+                        raise ValueError("gradient clipping hook: non-finite gradient norm")
+                    next(model.parameters()).register_hook(clip_hook)
+                elif FAULT == "barrier-one-rank":
+                    log.info("rank %d debug barrier", rank)
+                    dist.barrier()
             if FAULT in ("ckpt-stale", "ckpt-truncated") and step == step_at:
                 _resume(model, rank, world, culprit, step)
             if FAULT == "compile-fullgraph":
@@ -237,6 +269,10 @@ def main():
                     flag = torch.tensor([float(rank)])
                     dist.broadcast(flag, src=rank if culprit else 0)
                     log.info("rank %d got stop flag %.0f", rank, flag.item())
+                elif FAULT == "pickle-object":
+                    objs = [{"step": step, "filter": (lambda r: r > 0)} if culprit else None]
+                    dist.broadcast_object_list(objs, src=min(lab_culprits(1)))
+                    log.info("rank %d got the run config", rank)
                 elif FAULT == "eval-exception":
                     if culprit:
                         log.info("rank %d running the evaluation", rank)

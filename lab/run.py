@@ -809,7 +809,38 @@ MATRIX_FRESH8: dict = {
     "late-init": (_mx_kind("late-init"), [(4, (3,), 0, True), (3, (0,), 0, False)]),
     "eval-exception": (_mx_kind("eval-exception"), [(4, (0,), 3, True), (5, (2,), 4, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8}
+# A fourth draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-06 after the third
+# (MATRIX_FRESH8) had been measured and learned from, before any of these ran.
+_KINDS.update({
+    "rank-dup": ("rank-dup", "rendezvous-init", "rank-claimed-twice",
+                 "is started with RANK overridden to the next rank's number (a per-node launch script's "
+                 "copy-paste): two processes claim one rank and rank {c} is never taken", {},
+                 [r"launch script: RANK=\d+ WORLD_SIZE=\d+"]),
+    "world-plus-one": ("world-plus-one", "rendezvous-init", "world-size-mismatch",
+                       "is started with WORLD_SIZE one larger than the job's (a per-node launch script's "
+                       "mistake)", {}, [r"launch script: RANK={c} WORLD_SIZE=\d+"]),
+    "barrier-one-rank": ("barrier-one-rank", "collective-desync", "rank-only-barrier",
+                         "calls dist.barrier() alone at step {s} (a debug barrier in a rank-dependent branch) "
+                         "while the others go on to the gradient all_reduce", {}, [r"rank {c} debug barrier"]),
+    "pickle-object": ("pickle-object", "peer-rank-crashed", "object-collective-unpicklable",
+                      "is the source of a broadcast_object_list at step {s} whose object holds a lambda: pickling "
+                      "it fails there while the others wait in the broadcast", {}, [r"rank {c} step {s} loss"]),
+    "anomaly-nan": ("anomaly-nan", "nan-divergence", "anomaly-nan-one-rank",
+                    "gets a NaN feature in its batch at step {s} under torch.autograd.set_detect_anomaly(True): "
+                    "its backward raises anomaly mode's report", {}, [r"rank {c} step {s_1} loss"]),
+    "hook-exception": ("hook-exception", "peer-rank-crashed", "python-exception-in-one-rank",
+                       "has a gradient hook that raises ValueError at step {s}", {}, [r"rank {c} step {s_1} loss"]),
+})
+
+MATRIX_FRESH9: dict = {
+    "rank-dup": (_mx_kind("rank-dup"), [(4, (2,), 0, True), (3, (0,), 0, False)]),
+    "world-plus-one": (_mx_kind("world-plus-one"), [(3, (1,), 0, True)]),
+    "barrier-one-rank": (_mx_kind("barrier-one-rank"), [(4, (3,), 3, True), (3, (1,), 2, False)]),
+    "pickle-object": (_mx_kind("pickle-object"), [(4, (1,), 3, True), (3, (2,), 2, False)]),
+    "anomaly-nan": (_mx_kind("anomaly-nan"), [(4, (0,), 3, True), (5, (3,), 4, False)]),
+    "hook-exception": (_mx_kind("hook-exception"), [(3, (2,), 3, True)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
