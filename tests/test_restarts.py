@@ -89,3 +89,19 @@ def test_detail_mismatch_reports_give_each_rank_its_fingerprint(kb):
     assert fingerprint_minority(w.table) == {2}
     # the majority's ranks only reported the mismatch: witnesses, not suspects
     assert suspects(kb, w.table, w.att.events).desync == {2}
+
+
+def test_the_rank_waiting_where_no_other_rank_waited_is_odd(kb):
+    # lab-fresh9: only rank 1 calls dist.barrier(); it gives up waiting at the barrier's line,
+    # ranks 0 and 2 at the training step's line
+    d = SCENARIOS / "lab-fresh9" / "barrier-one-rank-w3-r1-notee"
+    w = weigh(kb, scan_sources(kb, expand_inputs([str(d / "console.log")]), Scanner(kb)))
+    assert w.table.odd_waiters == {1}
+
+
+def test_a_few_ranks_wait_sites_in_a_multi_group_job_single_out_nobody(kb):
+    # lab-pg2d: 8 ranks in TP and DP groups; only three ranks' tracebacks show where they
+    # waited, in different groups' collectives: no rank is odd
+    d = SCENARIOS / "lab-pg2d" / "extra-tp-tp2dp4-r3-s2"
+    w = weigh(kb, scan_sources(kb, expand_inputs([str(d / "console.log")]), Scanner(kb)))
+    assert len(w.table.wait_sites) < 8 and w.table.odd_waiters == set()

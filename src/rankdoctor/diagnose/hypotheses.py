@@ -252,6 +252,8 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
         desync.add(r)
     desync |= table.odd_senders  # the side of a rejected message that waited somewhere else
     desync |= table.in_step_senders_of  # a rejected message came from the op every other rank was in
+    desync |= table.odd_waiters  # waited in another collective than every other rank
+    group("desync", table.odd_waiters)
     desync |= outlived_peers(table)[0]
     early = left_early(table)
     desync |= early

@@ -227,6 +227,11 @@ def _root_cause(a: "Answer", w: "Weighing", collateral: list[int]) -> str:
                          f"of the failure does not list {'them' if len(ranks) > 1 else 'it'}): {'they' if len(ranks) > 1 else 'it'} "
                          f"had fewer steps to run (uneven inputs, a loop bound or an early return that differs per rank), and "
                          f"the others lost the connection when {'they' if len(ranks) > 1 else 'it'} exited.")
+        elif ranks and set(ranks) <= table.odd_waiters:
+            others = sorted({s for r, s in table.wait_sites.items() if r not in ranks})
+            parts.append(f"{Who} gave up waiting at {', '.join(table.wait_sites[r] for r in ranks)}, where no other rank "
+                         f"waited; the others waited at {others[0] if others else 'another line'}: "
+                         f"{'they were' if len(ranks) > 1 else 'it was'} in another collective.")
         elif ranks:
             parts.append(f"{Who} took the other path.")
             if f.get("claim_odd_sender"):

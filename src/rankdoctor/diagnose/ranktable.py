@@ -145,6 +145,9 @@ class RankTable:
     # waiting rank did (two at least), while the reporter did not wait there: the sender was in
     # the op the others were in, so the reporter's own op was the odd one
     in_step_senders_of: set[int] = field(default_factory=set)
+    # the rank that gave up waiting at a line of user code where no other rank waited, while
+    # every other rank of the job waited at one same line: it was in another collective
+    odd_waiters: set[int] = field(default_factory=set)
     # the launcher says the job was stopped from outside: a symptom line, with no rank, of an
     # entry that explains a straggler and not a lost peer ("Received 15 death signal, shutting
     # down workers")
@@ -435,6 +438,7 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
                      wait_sites=sites,
                      odd_senders={s for _, s in sent if _odd_site(sites, s)},
                      in_step_senders_of={r for r, s in sent if r is not None and _common_site(sites, s, r)},
+                     odd_waiters=_odd_waiters(sites, expected or set(rows)),
                      stop_signal=any(e.role == "symptom" and e.rank is None and e.entry and _explains_a_stop(kb, e.entry)
                                      for e in events))
 
@@ -482,6 +486,17 @@ def _common_site(sites: dict[int, str], sender: int, reporter: int) -> bool:
     a line waited too (two ranks at least), and the reporter did not wait there."""
     others = {r: s for r, s in sites.items() if r != reporter}
     return sender in others and len(others) >= 2 and len(set(others.values())) == 1 and sites.get(reporter) != others[sender]
+
+
+def _odd_waiters(sites: dict[int, str], expected: set[int]) -> set[int]:
+    """The rank that gave up waiting at a line of user code where no other rank waited, when
+    every rank of the job (three at least) shows where it waited and all the others waited at
+    one same line. Only with every rank's site: in a job with several process groups, ranks
+    wait in different groups' collectives at different lines, and a few ranks' sites say
+    nothing about the rest."""
+    if len(expected) < 3 or not expected <= set(sites):
+        return set()
+    return {r for r in sites if _odd_site(sites, r)}
 
 
 def _odd_site(sites: dict[int, str], rank: int) -> bool:
