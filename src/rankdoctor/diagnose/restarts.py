@@ -40,7 +40,7 @@ _GLOG_PID = re.compile(r"^[EWIF]\d{4} [\d:.]+ +(\d+) ")
 class Scope:
     attempt: int  # the attempt kept (0-based), the first that failed
     attempts: int  # how many attempts the evidence shows
-    left_out: int  # lines of evidence (events and facts) of the later attempts set aside
+    left_out: int  # matched lines (events and facts kept by the scan) of the later attempts set aside
 
 
 def _bounds(facts: list[Fact]) -> dict[str, list[int]]:
@@ -119,5 +119,5 @@ def scope(scan: ScanResult) -> tuple[ScanResult, Scope | None]:
 
 def note(s: Scope) -> str:
     return (f"the launcher restarted the workers ({s.attempts} attempts): the diagnosis reads attempt {s.attempt}, "
-            f"the first that failed; {s.left_out} lines of the later attempts are left out of the weighing "
+            f"the first that failed; {s.left_out} matched lines of the later attempts are left out of the weighing "
             f"(they repeat the first failure, or fail because of the restart)")
