@@ -161,12 +161,13 @@ def _compiled_loss():
 
 @record
 def main():
-    if FAULT == "late-init" and int(os.environ.get("RANK", "0")) in lab_culprits(1):
+    launched_culprit = int(os.environ.get("RANK", "0")) in lab_culprits(1)  # before init: torchrun's RANK
+    if FAULT == "late-init" and launched_culprit:
         late = 2.5 * float(os.environ.get("LAB_PG_TIMEOUT", "15"))
         for p in range(1, 6):
             time.sleep(late / 5)
             print(f"rank {os.environ.get('RANK')}: pulling the container image layers {p}/5", flush=True)
-    if FAULT in ("rank-dup", "world-plus-one") and int(os.environ.get("RANK", "0")) in lab_culprits(1):
+    if FAULT in ("rank-dup", "world-plus-one") and launched_culprit:
         if FAULT == "rank-dup":
             os.environ["RANK"] = str((int(os.environ["RANK"]) + 1) % int(os.environ["WORLD_SIZE"]))
         else:

@@ -704,13 +704,16 @@ def _mx_kind(fault):
     return make
 
 
-def _mx_kind_healthy(w, cs, s):
-    return dict(
-        script="new_kinds.py", cls=None, hint="healthy",
-        description=f"Successful {w}-rank DDP run (12 steps) under TORCH_DISTRIBUTED_DEBUG=DETAIL with a "
-        f"monitored_barrier and a checkpoint save by rank 0 at the end. Nothing here is a failure.",
-        evidence=[r"rank 0 saved the final checkpoint", r"training finished"],
-        env={"LAB_FAULT": "none", "TORCH_DISTRIBUTED_DEBUG": "DETAIL"}, fr=True, expect_ok=True)
+def _mx_kind_healthy(lab_fault, what):
+    """A healthy run of lab/new_kinds.py under DETAIL mode (``what``: the job, as the description says it)."""
+    def make(w, cs, s):
+        return dict(
+            script="new_kinds.py", cls=None, hint="healthy",
+            description=f"Successful {w}-rank {what} under TORCH_DISTRIBUTED_DEBUG=DETAIL with a "
+            f"monitored_barrier and a checkpoint save by rank 0 at the end. Nothing here is a failure.",
+            evidence=[r"rank 0 saved the final checkpoint", r"training finished"],
+            env={"LAB_FAULT": lab_fault, "TORCH_DISTRIBUTED_DEBUG": "DETAIL"}, fr=True, expect_ok=True)
+    return make
 
 
 MATRIX_FRESH6: dict = {
@@ -726,7 +729,7 @@ MATRIX_FRESH6: dict = {
     "dl-worker-exception": (_mx_kind("dl-worker-exception"), [(4, (0,), 3, True), (6, (5,), 2, True)]),
     "restart-exception": (_mx_kind("restart-exception"), [(3, (2,), 4, True), (4, (1,), 2, False)]),
     "ckpt-missing-dir": (_mx_kind("ckpt-missing-dir"), [(3, (0,), 5, True), (4, (0,), 3, False)]),
-    "healthy-detail": (_mx_kind_healthy, [(4, (), 0, True), (3, (), 0, False)]),
+    "healthy-detail": (_mx_kind_healthy("none", "DDP run (12 steps)"), [(4, (), 0, True), (3, (), 0, False)]),
 }
 # A second draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-06 after the first
 # (MATRIX_FRESH6) had been measured and learned from, before any of these ran.
@@ -752,16 +755,6 @@ _KINDS.update({
 })
 
 
-def _mx_kind_healthy_noddp(w, cs, s):
-    return dict(
-        script="new_kinds.py", cls=None, hint="healthy",
-        description=f"Successful {w}-rank run (12 steps, gradients averaged with all_reduce by hand, no DDP) under "
-        f"TORCH_DISTRIBUTED_DEBUG=DETAIL with a monitored_barrier and a checkpoint save by rank 0 at the end. "
-        f"Nothing here is a failure.",
-        evidence=[r"rank 0 saved the final checkpoint", r"training finished"],
-        env={"LAB_FAULT": "none-noddp", "TORCH_DISTRIBUTED_DEBUG": "DETAIL"}, fr=True, expect_ok=True)
-
-
 def _mx_rdzv_missing_node(w, cs, s):
     return dict(
         script="new_kinds.py", cls="rendezvous-init", hint="rendezvous-missing-node",
@@ -775,7 +768,7 @@ def _mx_rdzv_missing_node(w, cs, s):
 
 MATRIX_FRESH7: dict = {
     "detail-allreduce": (_mx_kind("detail-allreduce"), [(4, (2,), 3, True), (3, (0,), 4, False)]),
-    "healthy-detail-noddp": (_mx_kind_healthy_noddp, [(3, (), 0, True)]),
+    "healthy-detail-noddp": (_mx_kind_healthy("none-noddp", "run (12 steps, gradients averaged with all_reduce by hand, no DDP)"), [(3, (), 0, True)]),
     "exit-silent": (_mx_kind("exit-silent"), [(4, (1,), 4, True), (5, (4,), 3, False)]),
     "abort": (_mx_kind("abort"), [(4, (2,), 3, True), (3, (0,), 5, False)]),
     "dtype-matmul": (_mx_kind("dtype-matmul"), [(3, (1,), 3, True), (5, (3,), 2, False)]),
