@@ -237,8 +237,9 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
     if coll and coll.kind == "absent":
         straggler |= set(coll.culprits)
         dead |= set(coll.culprits)
+    odd_fp = fingerprint_minority(table)  # empty unless the fingerprints differ
     if fingerprints_differ(table):
-        desync |= fingerprint_minority(table) | fingerprints_ahead(table)
+        desync |= odd_fp | fingerprints_ahead(table)
     desync_entries = {e.id for e in kb if e.class_ == "collective-desync"}
     for rw in table.rows.values():
         if any(ev.entry in desync_entries for ev in rw.failures):
@@ -261,7 +262,6 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
     # DETAIL's fingerprints single out a minority of ranks in another collective: the ranks whose
     # own fingerprint is the majority's only reported the mismatch (every rank prints it, and
     # names a peer on the other side), they are witnesses, not where it started
-    odd_fp = fingerprint_minority(table)
     if odd_fp:
         desync -= set(table.fingerprints) - odd_fp
     accused: set[int] = set(table.unranked_accuses)

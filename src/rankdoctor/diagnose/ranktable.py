@@ -347,8 +347,9 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
     for rw in rows.values():
         rw.end = _end_of(rw, sigterm, _witness_only(kb, rw))
     for r in _unlisted(att.summary, expected):
-        if row(r).end == End.unknown:
-            rows[r].end = End.clean
+        rw = row(r)
+        if rw.end == End.unknown:
+            rw.end = End.clean
 
     # a rank that timed out itself did not vanish: its peers' "lost" reports are collateral
     timed_out = {r for r, rw in rows.items() if any(e.cap_int("timeout_ms") is not None for e in rw.waits)}

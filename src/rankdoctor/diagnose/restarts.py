@@ -89,7 +89,9 @@ def scope(scan: ScanResult) -> tuple[ScanResult, Scope | None]:
     failure of its own."""
     facts = scan.facts
     bounds = _bounds(facts)
-    if not bounds and not any(_ATTEMPT_DIR.search(i.path) for i in scan.inputs):
+    # every torchrun --log-dir holds attempt_0: only two attempts' folders, or a restart found
+    # in a file, are worth a pass over every line
+    if not bounds and len({m[1] for i in scan.inputs if (m := _ATTEMPT_DIR.search(i.path))}) < 2:
         return scan, None
     events = scan.events
     dirs: dict[str, int | None] = {}
