@@ -92,3 +92,41 @@ def _diagnose(kb, text: str):
     from rankdoctor.diagnose.engine import diagnose
 
     return diagnose(kb, scan_text(kb, text))
+
+
+# c10d's wait for one key of the default group's gloo addresses (TCPStore's DistStoreError)
+_WAIT = "[default{r}]:torch.distributed.DistStoreError: wait timeout after 10000ms, keys: /default_pg/0//cpu//0/{k}\n"
+_RESET = ("[default{r}]:[rank{r}]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:537] Read error "
+          "[127.0.0.1]:27018: Connection reset by peer.\n")
+
+
+def _beyond(kb, text: str):
+    from rankdoctor.claims import waits_beyond_world
+    scan = scan_text(kb, text)
+    return waits_beyond_world(scan.facts, scan.ranks_seen | scan.local_ranks_seen)
+
+
+def test_a_wait_for_a_rank_no_other_process_needs_is_its_own_world(kb):
+    # rank 1 of 3 started with WORLD_SIZE=4: it alone waits for rank 3, the others formed the
+    # group without it and lost it later
+    found = _beyond(kb, _RESET.format(r=2) + _RESET.format(r=0) + _WAIT.format(r=1, k=3))
+    assert len(found) == 1 and "rank 1 waits at init for the address of rank 3" in found[0].detail
+
+
+def test_every_process_waiting_for_one_rank_is_a_rank_that_never_came(kb):
+    text = "".join(_WAIT.format(r=r, k=3) for r in (0, 1, 2))
+    assert _beyond(kb, text) == []
+
+
+def test_a_waited_for_rank_that_shows_or_lies_inside_the_range_is_no_claim(kb):
+    late = "[default3]:rank 3: pulling the container image layers 1/5\n"
+    assert _beyond(kb, late + _RESET.format(r=2) + _WAIT.format(r=1, k=3)) == []
+    # rank 2 is inside the others' range (0-3): it may simply be late
+    assert _beyond(kb, _RESET.format(r=3) + _RESET.format(r=0) + _WAIT.format(r=1, k=2)) == []
+
+
+def test_the_beyond_world_wait_is_the_waiters_own_failure(kb):
+    from rankdoctor.diagnose.engine import diagnose
+    text = _RESET.format(r=2) + _RESET.format(r=0) + _WAIT.format(r=1, k=3)
+    top = diagnose(kb, scan_text(kb, text)).diagnoses[0]
+    assert top.entry == "rank-beyond-world-size" and top.initiating_rank == 1

@@ -21,6 +21,9 @@ the job's world does not have. Lightning's "GLOBAL_RANK: 1, MEMBER: 2/1" (a node
 rank while the job was told it has one node), or c10d's default-group barrier completed "with 2
 nodes" while a third process adds its key for rank 2: the launch arguments of the processes
 disagree on how big the job is, and the extra process waits for a group it can never join.
+``waits_beyond_world`` reads the mirror image in a gloo job: one process waits at init for the
+address of a rank that no process shows and no other process waits for, while the others went
+on and failed later: it was told a larger world (WORLD_SIZE one too large) than the rest.
 
 ``shared_gpu`` reads the same mistake from the other side, where nvidia-smi's process table was
 pasted beside the log: one GPU holding several processes of the same program. Each rank of a
@@ -40,6 +43,7 @@ ANNOUNCE = "self-rank-announce"
 # the computed signatures this module finds, and what each reads, as a report says it ("Read from
 # <this>: <detail>.")
 READS = {"rank-claimed-twice": "the ranks the processes announced", "rank-beyond-world": "the ranks the processes announced",
+         "waits-beyond-world": "the ranks the processes waited for at init",
          "gpu-shared-by-processes": "nvidia-smi's process table"}
 DETECTORS = tuple(READS)
 # the announcements that give the printing process's global rank (and, with a world size, the
@@ -110,6 +114,44 @@ def beyond_world(facts: Iterable) -> list[Claim]:
         if r.isdigit() and int(r) >= world:
             return [Claim(f, f"global rank {r} announced, but the largest world size any process was told is {world} "
                              f"(ranks 0-{world - 1})")]
+    return []
+
+
+WAIT_KEY = "store-wait-key"
+
+
+def _who(f) -> int | None:
+    return f.rank if f.rank is not None else f.local_rank
+
+
+def waits_beyond_world(facts: Iterable, seen: Iterable[int] = ()) -> list[Claim]:
+    """The first wait at init for a rank outside the world of the other processes (see the
+    module's doc), on no more than one claim per job. Every process of a gloo job waits for
+    every other process's address while the default group forms, so a rank that never came
+    leaves every process waiting for its key. When only some processes wait for rank R, the
+    others failed elsewhere without ever waiting for it, and nothing of R (nor of any rank
+    above the others' highest) shows, the others formed their group without R: the waiting
+    process was told a larger world than they were. Read only where the processes' ranks
+    cannot be confused: one host, or every fact with its global rank. ``seen``: the ranks and
+    local ranks whose lines the scan saw (any line, not only facts)."""
+    facts = list(facts)
+    if len({f.host for f in facts if f.host}) > 1 and any(f.rank is None and f.local_rank is not None for f in facts):
+        return []
+    waits = [f for f in facts if f.fact == WAIT_KEY and _who(f) is not None and f.captures.get("peer_rank", "").isdigit()]
+    if not waits:
+        return []
+    waiting = {_who(f) for f in waits}
+    shown = {w for f in facts if (w := _who(f)) is not None} | set(seen)
+    elsewhere = {w for f in facts if f.fact in ERROR_FACTS and (w := _who(f)) is not None} - waiting
+    if not elsewhere:
+        return []
+    for f in sorted(waits, key=lambda f: (f.source, f.line)):
+        r = int(f.captures["peer_rank"])
+        if r in shown or r <= max(shown):
+            continue  # a rank of the others' range: it may simply have been late
+        others = ", ".join(str(x) for x in sorted(elsewhere)[:8]) + (" ..." if len(elsewhere) > 8 else "")
+        return [Claim(f, f"rank {_who(f)} waits at init for the address of rank {r}, which no process shows and no "
+                         f"other process waits for; rank(s) {others} failed later without waiting for it")]
     return []
 
 

@@ -162,6 +162,10 @@ FACTS: dict[str, str] = {
     # store_based_barrier_key:1 to store for rank: 2" (a rank outside the world: claims.py)
     "self-rank-store-key": r"Added key: store_based_barrier_key:1 to store for rank: (?P<rank>\d+)",
     "self-rank-pg-destroyed": r"Process Group destroyed on rank (?P<rank>\d+)",
+    # c10d's wait for a key of the default group's gloo addresses, which ends in the global rank
+    # that should have published it (TCPStore: "wait timeout after 10000ms, keys:
+    # /default_pg/0//cpu//0/3"): a wait for a rank outside the others' world is claims.py's
+    "store-wait-key": r"wait timeout after \d+ms, keys: /default_pg/\d+//cpu//\d+/(?P<peer_rank>\d+)\s*$",
     # PyTorch Lightning's announcement before each process joins the process group
     # (lightning/fabric/utilities/distributed.py: "Initializing distributed: GLOBAL_RANK: {},
     # MEMBER: {}/{}"; older releases: "initializing ddp: GLOBAL_RANK: 1, MEMBER: 2/8"): the

@@ -15,7 +15,7 @@ import bisect
 import re
 from dataclasses import dataclass, field, replace
 
-from ..claims import beyond_world, claimed_twice, shared_gpu
+from ..claims import beyond_world, claimed_twice, shared_gpu, waits_beyond_world
 from ..events import Event, ScanResult
 from ..facts import ERROR_FACTS
 from ..ingest.prefix import parse_prefix
@@ -55,6 +55,7 @@ class Attributed:
 def attribute(kb: KnowledgeBase, scan: ScanResult) -> Attributed:
     summary = read_launcher(scan.facts)
     events = _unknown_warnings(kb, _escalate_repeats(kb, _dedupe(scan.events))) + _fact_events(kb, scan)
+    events = _beyond_world_waits(kb, events)
     events = _inside_launcher_records(events, summary)
     events = _spawn_blocks(events, scan)
     events = _one_rank_sources(_device_owners(_stream_below([_stream_owner(e) for e in events])), scan)
@@ -278,6 +279,25 @@ def _fact_events(kb: KnowledgeBase, scan: ScanResult) -> list[Event]:
     return out
 
 
+def _beyond_world_waits(kb: KnowledgeBase, events: list[Event]) -> list[Event]:
+    """A wait for a rank outside the job's world (claims.py waits_beyond_world) names no peer
+    that was lost or late: the waiting process's own world is the mistake, so that line
+    accuses nobody."""
+    owner = kb.computed("waits-beyond-world")
+    if owner is None:
+        return events
+    at = {(e.source, e.line) for e in events if e.entry == owner[0].id and e.signature == owner[1].id}
+    if not at:
+        return events
+    out = []
+    for ev in events:
+        if (ev.source, ev.line) in at and ev.role == "symptom" and "peer_rank" in ev.captures:
+            ev = ev.copy()
+            ev.captures.pop("peer_rank")
+        out.append(ev)
+    return out
+
+
 def computed_readings(kb: KnowledgeBase, scan: ScanResult) -> list[tuple]:
     """Where the entries' computed signatures hold in a scan, as (entry, signature, fact,
     detail, ranked): the jumps trajectory.py found in a source's numbers (on that line's
@@ -291,6 +311,8 @@ def computed_readings(kb: KnowledgeBase, scan: ScanResult) -> list[tuple]:
         out += [(*owner, c.fact, c.detail, False) for c in claimed_twice(scan.facts)]
     if (owner := kb.computed("rank-beyond-world")) is not None:
         out += [(*owner, c.fact, c.detail, False) for c in beyond_world(scan.facts)]
+    if (owner := kb.computed("waits-beyond-world")) is not None:  # on the waiting process's rank
+        out += [(*owner, c.fact, c.detail, True) for c in waits_beyond_world(scan.facts, scan.ranks_seen | scan.local_ranks_seen)]
     if (owner := kb.computed("gpu-shared-by-processes")) is not None:
         out += [(*owner, c.fact, c.detail, False) for c in shared_gpu(scan.facts)]
     return out

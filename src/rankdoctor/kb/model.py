@@ -107,13 +107,14 @@ class Signature(_Strict):
             "next rank is the sender when its own traceback stops in all_reduce"
         ),
     )
-    computed: Literal["loss-jump", "loss-scale-collapse", "nonfinite-grad-loss-jump", "rank-claimed-twice", "rank-beyond-world", "gpu-shared-by-processes"] | None = Field(
+    computed: Literal["loss-jump", "loss-scale-collapse", "nonfinite-grad-loss-jump", "rank-claimed-twice", "rank-beyond-world", "waits-beyond-world", "gpu-shared-by-processes"] | None = Field(
         default=None,
         description=(
             "the engine finds where this signature holds by reading across lines instead of matching the "
             "regex line by line: a run's numbers (trajectory.py: a loss jump, a loss-scale collapse, a non-finite "
             "gradient norm with a loss jump) or the "
-            "ranks the processes announce (claims.py: one rank announced twice while others never are) or "
+            "ranks the processes announce (claims.py: one rank announced twice while others never are), the "
+            "ranks they wait for at init (claims.py: a rank no other process waits for or shows) or "
             "nvidia-smi's process table (claims.py: one GPU holding several processes of one program); the "
             "regex is the shape of the line it reads, and the examples are excerpts of several lines"
         ),
