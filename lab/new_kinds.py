@@ -77,10 +77,28 @@ A fourth set (``--fresh 9``), written down after the third had been learned from
 * ``anomaly-nan``     anomaly detection is on everywhere; at LAB_STEP the culprit's batch holds a
                       NaN and its backward raises anomaly mode's "returned nan values".
 * ``hook-exception``  the culprit's gradient hook raises ValueError at LAB_STEP.
+
+A fifth set (``--fresh 10``), written down after the fourth had been learned from:
+
+* ``ckpt-disk-full``  the culprit saves a checkpoint at LAB_STEP to a disk that is full
+                      (``LAB_CKPT_PATH``, /dev/full: every write fails with ENOSPC).
+* ``recursion``       at LAB_STEP the culprit resolves a config whose entry refers to itself:
+                      the resolver recurses until RecursionError.
+* ``alltoall-split``  at LAB_STEP every rank exchanges tokens with all_to_all_single (an MoE
+                      dispatch); the culprit's split sizes add up to more rows than its peers
+                      expect from it.
+* ``dcp-skip``        at LAB_STEP every rank saves a torch.distributed.checkpoint, except the
+                      culprit, whose rank-dependent branch skips it and goes on training.
+* ``sigterm-one``     at LAB_STEP the culprit process receives SIGTERM from outside the job
+                      (a node agent, a pre-emption), not from torchrun.
+* ``frozen-one-rank`` before DDP wraps the model, the culprit freezes its first layer (a
+                      fine-tuning option read on one rank only): the ranks' models differ in
+                      which parameters need gradients.
 """
 
 import ctypes
 import os
+import signal
 import time
 from datetime import timedelta
 
@@ -159,6 +177,14 @@ def _compiled_loss():
     return loss_fn
 
 
+def _resolve(config, key):
+    """Expand "${name}" references in a config entry (no cycle check)."""
+    value = config[key]
+    if isinstance(value, str) and value.startswith("${"):
+        return _resolve(config, value[2:-1])
+    return value
+
+
 @record
 def main():
     launched_culprit = int(os.environ.get("RANK", "0")) in lab_culprits(1)  # before init: torchrun's RANK
@@ -179,7 +205,15 @@ def main():
     culprit = rank in lab_culprits(1)
     step_at = lab_int("LAB_STEP", 4)
     no_ddp = FAULT in ("detail-allreduce", "none-noddp")
-    model = TinyNet() if no_ddp else DDP(AuxNet() if FAULT == "unused-one-rank" else TinyNet())
+    if no_ddp:
+        model = TinyNet()
+    else:
+        inner = AuxNet() if FAULT == "unused-one-rank" else TinyNet()
+        if FAULT == "frozen-one-rank" and culprit:
+            log.info("rank %d freezing the input layer (finetune.freeze_input=true)", rank)
+            for p in next(inner.children()).parameters():
+                p.requires_grad_(False)
+        model = DDP(inner)
     loss_fn = _compiled_loss() if FAULT == "compile-fullgraph" else None
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     try:
@@ -227,6 +261,13 @@ def main():
                     def clip_hook(grad):
                         raise ValueError("gradient clipping hook: non-finite gradient norm")
                     next(model.parameters()).register_hook(clip_hook)
+                elif FAULT == "recursion":
+                    log.info("rank %d resolving the augmentation config", rank)
+                    config = {"augment": "${augment}"}  # an entry that refers to itself
+                    _resolve(config, "augment")
+                elif FAULT == "sigterm-one":
+                    os.kill(os.getpid(), signal.SIGTERM)
+                    time.sleep(5)
                 elif FAULT == "barrier-one-rank":
                     log.info("rank %d debug barrier", rank)
                     dist.barrier()
@@ -280,6 +321,25 @@ def main():
                         scores = []  # the eval split came out empty on this rank
                         log.info("rank %d eval score %.3f", rank, sum(scores) / len(scores))
                     dist.barrier()
+                elif FAULT == "alltoall-split":
+                    # each rank sends 2 rows to every rank; the culprit's router sends 3 to each
+                    per = 3 if culprit else 2
+                    tokens = torch.randn(per * world, 4)
+                    out = torch.empty(2 * world, 4)
+                    dist.all_to_all_single(out, tokens, output_split_sizes=[2] * world, input_split_sizes=[per] * world)
+                    log.info("rank %d exchanged %d tokens", rank, out.shape[0])
+                elif FAULT == "dcp-skip":
+                    if not culprit:  # the culprit's branch skips the save
+                        import torch.distributed.checkpoint as dcp
+                        folder = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"),
+                                              f"lab-{os.environ.get('TORCHELASTIC_RUN_ID', 'run')}-dcp{step}")
+                        log.info("rank %d saving distributed checkpoint to %s", rank, folder)
+                        dcp.save({"model": model.module.state_dict()}, checkpoint_id=folder)
+                    log.info("rank %d checkpoint step done", rank)
+                elif FAULT == "ckpt-disk-full" and culprit:
+                    path = os.environ.get("LAB_CKPT_PATH", "/dev/full")
+                    log.info("rank %d saving checkpoint to %s", rank, path)
+                    torch.save(model.state_dict(), path)
                 elif FAULT == "ckpt-missing-dir" and culprit:
                     path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/nonexistent/ckpt"), f"step{step}.pt")
                     log.info("rank %d saving checkpoint to %s", rank, path)

@@ -833,7 +833,40 @@ MATRIX_FRESH9: dict = {
     "anomaly-nan": (_mx_kind("anomaly-nan"), [(4, (0,), 3, True), (5, (3,), 4, False)]),
     "hook-exception": (_mx_kind("hook-exception"), [(3, (2,), 3, True)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9}
+# A fifth draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-06 after the fourth
+# (MATRIX_FRESH9) had been measured and learned from, before any of these ran through rankdoctor.
+_KINDS.update({
+    "ckpt-disk-full": ("ckpt-disk-full", "checkpoint-error", "checkpoint-save-disk-full",
+                       "saves a checkpoint at step {s} to a disk that is full (/dev/full: every write fails "
+                       "with ENOSPC) while the others go on to the next step", {"LAB_CKPT_PATH": "/dev/full"},
+                       [r"rank {c} saving checkpoint to /dev/full"]),
+    "recursion": ("recursion", "peer-rank-crashed", "python-exception-in-one-rank",
+                  "resolves an augmentation config whose entry refers to itself at step {s}: RecursionError", {},
+                  [r"rank {c} resolving the augmentation config"]),
+    "alltoall-split": ("alltoall-split", "collective-desync", "all-to-all-split-mismatch",
+                       "sends 3 rows to every rank in an all_to_all_single token exchange at step {s} where its "
+                       "peers expect 2 from it (an MoE router's split sizes)", {}, [r"rank {c} step {s} loss"]),
+    "dcp-skip": ("dcp-skip", "collective-desync", "rank-skips-collective-checkpoint",
+                 "skips the torch.distributed.checkpoint save at step {s} that every other rank makes (a "
+                 "rank-dependent branch) and goes on training", {}, [r"rank {c} checkpoint step done"]),
+    "sigterm-one": ("sigterm-one", "peer-rank-crashed", "worker-killed-by-external-sigterm",
+                    "receives SIGTERM from outside the job (a node agent, not torchrun) at step {s}", {},
+                    [r"rank {c} step {s_1} loss"]),
+    "frozen-one-rank": ("frozen-one-rank", "ddp-model-mismatch", "ddp-requires-grad-mismatch",
+                        "freezes its input layer before DDP wraps the model (a fine-tuning option read on one "
+                        "rank only): its model has fewer parameters that need gradients", {},
+                        [r"rank {c} freezing the input layer"]),
+})
+
+MATRIX_FRESH10: dict = {
+    "ckpt-disk-full": (_mx_kind("ckpt-disk-full"), [(3, (0,), 3, True), (4, (2,), 2, False)]),
+    "recursion": (_mx_kind("recursion"), [(4, (3,), 3, True), (3, (1,), 4, False)]),
+    "alltoall-split": (_mx_kind("alltoall-split"), [(4, (1,), 2, True), (3, (2,), 3, False)]),
+    "dcp-skip": (_mx_kind("dcp-skip"), [(3, (2,), 3, True), (4, (0,), 2, False)]),
+    "sigterm-one": (_mx_kind("sigterm-one"), [(4, (2,), 4, True), (5, (0,), 3, False)]),
+    "frozen-one-rank": (_mx_kind("frozen-one-rank"), [(3, (1,), 0, True), (4, (3,), 0, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
