@@ -61,6 +61,10 @@ class ExitRecord:
 class LauncherSummary:
     records: list[ExitRecord] = field(default_factory=list)
     sigterm_pids: set[int] = field(default_factory=set)
+    # the same pids per file in which the launcher said it sent them ("Sending process N closing
+    # signal SIGTERM"): a worker of that file that died by SIGTERM while not on its list got the
+    # signal from somewhere else (a node agent, a pre-emption, a kill by hand)
+    sigterm_by_source: dict[str, set[int]] = field(default_factory=dict)
     forced_kill_pids: set[int] = field(default_factory=set)
     # torchrun's summary says a worker failed ("train.py FAILED" above its Failures / Root
     # Cause sections), whether or not the paste goes on to say which one and how
@@ -168,6 +172,7 @@ def read_launcher(facts: list[Fact]) -> LauncherSummary:
                 pid = _i(f.captures.get("pid"))
                 if pid is not None:
                     summary.sigterm_pids.add(pid)
+                    summary.sigterm_by_source.setdefault(source, set()).add(pid)
             elif f.fact in _RECORD_FIELDS:
                 if current is None or f.line - current.line > _BLOCK_SPAN or _field_set(current, f.fact):
                     if f.fact not in _OPENING_FIELDS:

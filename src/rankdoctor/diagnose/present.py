@@ -446,7 +446,8 @@ def _notes(a: "Answer", w: "Weighing") -> list[str]:
     if f.get("claim_waited_first"):
         out.append(f"{who} itself reported waiting for a peer")
     if rw.end == End.own_death and rw.exit is not None:
-        out.append(f"the launcher saw {who} exit with {rw.exit.exitcode}" + (f" ({rw.exit.signal_name})" if rw.exit.signal_name else ""))
+        out.append(f"the launcher saw {who} exit with {rw.exit.exitcode}" + (f" ({rw.exit.signal_name})" if rw.exit.signal_name else "")
+                   + (", a signal it did not send (it names the workers it stopped, and not this one)" if rw.exit.exitcode == -15 else ""))
     if rw.end == End.terminated:
         out.append(f"the launcher stopped {who}; its exit is collateral")
     if f.get("claim_accused"):

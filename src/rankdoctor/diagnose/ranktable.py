@@ -345,7 +345,7 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
         rw.host = rw.host or rec.host
     sigterm = att.summary.sigterm_pids
     for rw in rows.values():
-        rw.end = _end_of(rw, sigterm, _witness_only(kb, rw))
+        rw.end = _end_of(rw, sigterm, _witness_only(kb, rw), att.summary.sigterm_by_source)
     for r in _unlisted(att.summary, expected):
         rw = row(r)
         if rw.end == End.unknown:
@@ -575,13 +575,16 @@ def same_block(first: Event, lines: list[Event]) -> bool:
     return any(e.rank == first.rank and e.source == first.source and abs(e.line - first.line) <= 3 for e in lines)
 
 
-def _end_of(rw: RankRow, sigterm_pids: set[int], witness: bool = False) -> End:
+def _end_of(rw: RankRow, sigterm_pids: set[int], witness: bool = False,
+            sigterm_by_source: dict[str, set[int]] | None = None) -> End:
     rec = rw.exit
     if rec is None or rec.exitcode is None:
         return End.unknown
     code = rec.exitcode
     if code == 0:
         return End.clean
+    if code == -15 and _sigterm_from_outside(rec, sigterm_by_source or {}):
+        return End.own_death
     if code == -15 or rec.killed_by_launcher or (rec.pid is not None and rec.pid in sigterm_pids and code < 0 and code != -9):
         return End.terminated
     if (rw.waits and not rw.failures) or witness:
@@ -590,6 +593,15 @@ def _end_of(rw: RankRow, sigterm_pids: set[int], witness: bool = False) -> End:
         # not of its own
         return End.died_waiting
     return End.own_death
+
+
+def _sigterm_from_outside(rec, sigterm_by_source: dict[str, set[int]]) -> bool:
+    """A worker that died by SIGTERM although the launcher, in the file that records its death,
+    lists the workers it sent SIGTERM to and this one is not among them: the signal came from
+    outside the job (a node agent, a pre-emption, a kill by hand), which is how it died, not the
+    launcher's teardown after another worker failed."""
+    sent = sigterm_by_source.get(rec.source)
+    return bool(sent) and rec.pid is not None and rec.pid not in sent and not rec.killed_by_launcher
 
 
 def tail_events(events: list[Event]) -> list[Event]:
