@@ -44,3 +44,20 @@ def test_the_launchers_own_sigterm_stays_collateral(kb):
         att = attribute(kb, scan_text(kb, _TEARDOWN.format(sent=sent)))
         table = build_rank_table(kb, att)
         assert table.rows[1].end == end, sent
+
+
+def test_the_rank_most_others_name_in_a_mismatch_is_the_odd_one(kb):
+    # DDP's parameter-count check on every rank: each names the first rank whose count differs
+    # from its own (lab-fresh10/frozen-one-rank-w4-r3-notee: rank 3 froze a layer)
+    from rankdoctor.diagnose.hypotheses import most_named
+
+    line = "[rank{r}]: RuntimeError: DDP expects same model across all ranks, but Rank {r} has {n} params, while rank {p} has inconsistent {m} params.\n"
+    text = "".join(line.format(r=r, n=4, p=3, m=2) for r in (0, 1, 2)) + line.format(r=3, n=2, p=0, m=4)
+    causes = [e for e in scan_text(kb, text).events if e.role == "cause"]
+    assert most_named(causes) == 3
+    # two ranks naming each other: no majority
+    two = line.format(r=0, n=4, p=1, m=2) + line.format(r=1, n=2, p=0, m=4)
+    assert most_named([e for e in scan_text(kb, two).events if e.role == "cause"]) is None
+    for case, rank in (("frozen-one-rank-w3-r1", 1), ("frozen-one-rank-w4-r3-notee", 3)):
+        top = _run(kb, case).diagnoses[0]
+        assert (top.klass, top.initiating_rank) == ("ddp-model-mismatch", rank), case

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from ..events import Event
 from ..kb.loader import KnowledgeBase
 from .attribution import ACTIVITY, FATAL, TRACE
-from .hypotheses import MISMATCH_CLASSES, Hypothesis, Kind, desync_strength, main_process_busy, named_by_peers, unnamed_failures_cut
+from .hypotheses import MISMATCH_CLASSES, Hypothesis, Kind, desync_strength, main_process_busy, most_named, named_by_peers, unnamed_failures_cut
 from .ranktable import (
     FR_HANG, FR_MISMATCH, NUMERIC_CLASS, End, RankRow, RankTable, about_peer, fingerprint_minority, fingerprints_ahead,
     first_collective_hang, first_collective_stated, order, reports_lost_peer, same_block, same_clock,
@@ -87,6 +87,7 @@ FEATURES: dict[str, str] = {
     "claim_died_not_late": "the entry explains a late rank, not a dead one, yet the claimed rank died by itself (the launcher saw it, or its own exception, abort or signal line)",
     "claim_gone_not_late": "peers report the claimed rank gone (a closed or reset connection, a lost store), yet the entry explains a late rank, not a dead one",
     "claim_named": "mismatch messages name the claimed rank as the other side",
+    "claim_most_named": "every rank reports the entry's mismatch, and more than half of the others name the claimed rank as the one that differs (it names one of them)",
     "claim_smaller_side": "the ranks that report a mismatch and those that do not are split unevenly, and the claim is the smaller side",
     "claim_reporter_only": "the claimed rank's own failure is only its report of a collective mismatch (either side of a mismatch can be the one to report it)",
     "claim_sender_in_step": "the claimed rank rejected a message (gloo's size check) from a sender that waited at the line where every other waiting rank waited, and it did not: its own op was the odd one",
@@ -345,6 +346,8 @@ def _claim(h: Hypothesis, cx: Context, lines: EntryLines) -> dict[str, float]:
     gone = sum(cx.gone.get(r, 0) for r in ranks)
     if gone and "dead-peer" not in explains:
         f["claim_gone_not_late"] = gone / max(1, sum(cx.gone.values()))
+    f["claim_most_named"] = float(h.entry.class_ in MISMATCH_CLASSES and len(ranks) == 1
+                                  and most_named(lines.causes) in ranks)
     total_named = sum(cx.named.values())
     if total_named:
         f["claim_named"] = sum(cx.named.get(r, 0) for r in ranks) / total_named

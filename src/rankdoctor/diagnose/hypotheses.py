@@ -115,6 +115,10 @@ def generate(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> list[H
                 pr = e.cap_int("peer_rank")
                 if pr is not None and pr != e.rank and pr not in ranks:
                     add(entry, (pr,), Kind.own)
+            # every rank reports the mismatch, each naming the first rank that disagrees with it:
+            # the rank that most of the others name is the odd one (it names someone else)
+            if entry.class_ in MISMATCH_CLASSES and (odd := most_named(causes)) is not None:
+                add(entry, (odd,), Kind.desync)
         elif any(e.role == "symptom" for e in evs):
             add(entry, (), Kind.symptom)
             # the launcher's record of how a rank died of a cause other than a wait (a bus
@@ -315,6 +319,25 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
             straggler |= never
             dead |= never
     return Suspects(desync, straggler, dead, set(table.p2p_cycle), groups)
+
+
+def most_named(causes: list[Event]) -> int | None:
+    """The rank that more than half of the other ranks reporting a mismatch (two at least) name
+    as the other side, when it reports the mismatch too (naming someone else): each rank names
+    the first rank whose value differs from its own, so the ranks that agree all name the odd
+    one, and the odd one names one of them."""
+    names: dict[int, int] = {}  # printing rank -> the rank its first such line names
+    for e in causes:
+        pr = e.cap_int("peer_rank")
+        if e.rank is not None and pr is not None and pr != e.rank:
+            names.setdefault(e.rank, pr)
+    votes: dict[int, int] = {}
+    for pr in names.values():
+        votes[pr] = votes.get(pr, 0) + 1
+    for pr, n in votes.items():
+        if n >= 2 and pr in names and 2 * n > len(names) - 1:
+            return pr
+    return None
 
 
 def late_accused(kb: KnowledgeBase, events: list[Event]) -> set[int]:

@@ -425,6 +425,7 @@ _PLAIN_NOTES = (
     ("claim_p2p_wait", "stack dumps show {who} blocked in send/recv on each other"),
     ("claim_numeric_first", "{who} printed NaN/inf before any other rank"),
     ("claim_named", "mismatch messages name {who} as the other side"),
+    ("claim_most_named", "most of the ranks that report the mismatch name {who} as the one that differs"),
     ("claim_working", "{who} was still making progress and never reported waiting while others waited"),
 )
 
