@@ -94,11 +94,26 @@ A fifth set (``--fresh 10``), written down after the fourth had been learned fro
 * ``frozen-one-rank`` before DDP wraps the model, the culprit freezes its first layer (a
                       fine-tuning option read on one rank only): the ranks' models differ in
                       which parameters need gradients.
+
+A sixth set (``--fresh 11``), written down after the fifth had been learned from:
+
+* ``wrong-master-port`` the culprit's launch script sets MASTER_PORT to another port than the
+                      job's before init_process_group: it cannot reach the job's store.
+* ``skip-step``       at LAB_STEP the culprit's step raises inside a try block that logs a
+                      warning and skips the batch (no backward, so no gradient all_reduce).
+* ``corrupt-shard``   at LAB_STEP the culprit unpickles its next data shard, whose bytes are
+                      corrupt (an interrupted copy): UnpicklingError.
+* ``sysexit-msg``     at LAB_STEP the culprit's health check calls sys.exit with a message (the
+                      message on stderr, exit status 1, no traceback).
+* ``sigint-one``      at LAB_STEP the culprit process receives SIGINT (a Ctrl-C sent to it
+                      alone): KeyboardInterrupt.
 """
 
 import ctypes
 import os
+import pickle
 import signal
+import sys
 import time
 from datetime import timedelta
 
@@ -199,6 +214,9 @@ def main():
         else:
             os.environ["WORLD_SIZE"] = str(int(os.environ["WORLD_SIZE"]) + 1)
         print(f"launch script: RANK={os.environ['RANK']} WORLD_SIZE={os.environ['WORLD_SIZE']}", flush=True)
+    if FAULT == "wrong-master-port" and launched_culprit:
+        os.environ["MASTER_PORT"] = str(int(os.environ["MASTER_PORT"]) % 20000 + 30001)
+        print(f"launch script: MASTER_ADDR={os.environ['MASTER_ADDR']} MASTER_PORT={os.environ['MASTER_PORT']}", flush=True)
     if FAULT == "anomaly-nan":
         torch.autograd.set_detect_anomaly(True)
     rank, world = setup()
@@ -265,6 +283,16 @@ def main():
                     log.info("rank %d resolving the augmentation config", rank)
                     config = {"augment": "${augment}"}  # an entry that refers to itself
                     _resolve(config, "augment")
+                elif FAULT == "corrupt-shard":
+                    log.info("rank %d loading data shard %d", rank, step)
+                    payload = pickle.dumps({"x": x.tolist()})
+                    torn = b"\x00" * 16 + payload[16:]  # the copy's first block never arrived
+                    x = torch.tensor(pickle.loads(torn)["x"])
+                elif FAULT == "sysexit-msg":
+                    sys.exit(f"rank {rank}: health check failed: local scratch disk 97% full, refusing to continue")
+                elif FAULT == "sigint-one":
+                    os.kill(os.getpid(), signal.SIGINT)
+                    time.sleep(5)
                 elif FAULT == "sigterm-one":
                     os.kill(os.getpid(), signal.SIGTERM)
                     time.sleep(5)
@@ -273,6 +301,12 @@ def main():
                     dist.barrier()
             if FAULT in ("ckpt-stale", "ckpt-truncated") and step == step_at:
                 _resume(model, rank, world, culprit, step)
+            if FAULT == "skip-step" and culprit and step == step_at:
+                try:
+                    raise ValueError(f"batch {step}: label tensor has 3 columns, expected 4")
+                except ValueError as err:
+                    log.warning("rank %d skipping batch %d: %s", rank, step, err)
+                    continue
             if FAULT == "compile-fullgraph":
                 if culprit and step == step_at:
                     x, y = x[:7], y[:7]  # the shard's short last batch

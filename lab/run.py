@@ -866,7 +866,35 @@ MATRIX_FRESH10: dict = {
     "sigterm-one": (_mx_kind("sigterm-one"), [(4, (2,), 4, True), (5, (0,), 3, False)]),
     "frozen-one-rank": (_mx_kind("frozen-one-rank"), [(3, (1,), 0, True), (4, (3,), 0, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10}
+# A sixth draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-06 after the fifth
+# (MATRIX_FRESH10) had been measured and learned from, before any of these ran through rankdoctor.
+_KINDS.update({
+    "wrong-master-port": ("wrong-master-port", "rendezvous-init", "tcpstore-connect-failed",
+                          "is started by a launch script that sets MASTER_PORT to another port than the job's: "
+                          "it cannot reach the job's store while the others wait for its address", {},
+                          [r"launch script: MASTER_ADDR=\S+ MASTER_PORT=\d+"]),
+    "skip-step": ("skip-step", "collective-desync", "rank-skips-step-on-error",
+                  "catches an error in its batch at step {s}, logs a warning and skips the batch (no backward, "
+                  "so one gradient all_reduce fewer than its peers)", {}, [r"rank {c} skipping batch {s}"]),
+    "corrupt-shard": ("corrupt-shard", "peer-rank-crashed", "python-exception-in-one-rank",
+                      "unpickles a data shard whose first bytes are corrupt (an interrupted copy) at step {s}: "
+                      "UnpicklingError", {}, [r"rank {c} loading data shard {s}"]),
+    "sysexit-msg": ("sysexit-msg", "peer-rank-crashed", "worker-exit-with-message",
+                    "stops itself at step {s} with sys.exit and a message from its health check (exit status 1, "
+                    "no traceback)", {}, [r"rank {c}: health check failed"]),
+    "sigint-one": ("sigint-one", "peer-rank-crashed", "worker-keyboard-interrupt",
+                   "receives SIGINT (a Ctrl-C sent to it alone) at step {s}: KeyboardInterrupt", {},
+                   [r"rank {c} step {s_1} loss"]),
+})
+
+MATRIX_FRESH11: dict = {
+    "wrong-master-port": (_mx_kind("wrong-master-port"), [(3, (2,), 0, True), (4, (1,), 0, False)]),
+    "skip-step": (_mx_kind("skip-step"), [(4, (3,), 4, True), (3, (0,), 3, False)]),
+    "corrupt-shard": (_mx_kind("corrupt-shard"), [(4, (2,), 3, True), (5, (4,), 2, False)]),
+    "sysexit-msg": (_mx_kind("sysexit-msg"), [(3, (1,), 4, True), (4, (0,), 3, False)]),
+    "sigint-one": (_mx_kind("sigint-one"), [(5, (3,), 3, True), (3, (2,), 2, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
