@@ -553,7 +553,8 @@ def outlived_peers(table: RankTable) -> tuple[set[int], set[int]]:
     and had counted more steps than it, was not left by a crash or a straggler: the peers ran
     their program to the end (closing their connections as they exited, or leaving the waiting
     rank to its timeout), so the waiting rank was in a collective they never issued (an extra
-    collective: a desync that started on it). A timeout alone does not say the peers exited (a
+    collective: a desync that started on it), unless one rank finished and every other rank was
+    left waiting for it. A timeout alone does not say the peers exited (a
     peer busy past the timeout leaves it too), so there each peer must also have exited cleanly
     (the launcher's exit 0) or printed its last line before the waiting rank's first timeout
     report (when that report has no time: within MIN_GAP of the waiting rank's last timed
@@ -591,6 +592,13 @@ def outlived_peers(table: RankTable) -> tuple[set[int], set[int]]:
         if all(finished):
             waiting.add(rw.rank)
             peers |= lost
+    # one rank finished and every other rank (two at least) was left waiting for it or lost it:
+    # the odd one is the rank that finished (it issued a collective fewer: a batch it skipped, a
+    # loop that ended sooner), not the many that were all in the same next collective (left_early
+    # reads it)
+    left = {r for r, other in table.rows.items() if other.waits or other.lost_peer}
+    if waiting and len(peers) == 1 and len(left) >= 2 and left == set(table.rows) - peers:
+        return set(), set()
     return waiting, peers
 
 

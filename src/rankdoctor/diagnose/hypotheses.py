@@ -89,6 +89,7 @@ def generate(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> list[H
             by_entry.setdefault(e.entry, []).append(e)
 
     died = {r for r, rw in table.rows.items() if rw.end == End.own_death}
+    accused = {r for rw in table.rows.values() for r in rw.accuses} | set(table.unranked_accuses)
     # 1. every entry whose cause or symptom lines fired
     for entry_id, evs in by_entry.items():
         entry = kb.get(entry_id)
@@ -105,6 +106,11 @@ def generate(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> list[H
             if not ranks and len(died) <= MAX_SET:
                 for r in sorted(died):
                     add(entry, (r,), Kind.own)
+            # ... or of the one rank its peers wait for or lost, when something of that rank is
+            # here (a store it could not reach, printed before its rank was known, while the
+            # others wait for its address; the launcher's record of it)
+            if not ranks and len(accused) == 1 and accused <= set(table.rows):
+                add(entry, tuple(accused), Kind.own)
             # a mismatch reported by most ranks: the few that did not report it are the odd ones
             if entry.class_ in MISMATCH_CLASSES:
                 quiet_side = table.expected - set(ranks)
@@ -169,8 +175,13 @@ def generate(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> list[H
     for e in events if named_fatal else ():
         if e.entry and e.where in named_fatal:
             classes_at.setdefault(e.where, set()).add(kb.get(e.entry).class_)
+    # an exception only weak signatures name (an UnpicklingError: a checkpoint file, or any pickle)
+    # is also an exception of its own, as if no entry named it: the weighing decides
+    weakly_named = named_lines - strongly_named_lines(kb, events)
     for rank, ev in unnamed:
-        if ev.where in named_lines:
+        if ev.where in weakly_named and ev.role == TRACE:
+            candidates = [generic["exception"]] if "exception" in generic else []
+        elif ev.where in named_lines:
             if ev.role != FATAL or classes_at.get(ev.where) != {"peer-rank-crashed"}:
                 continue
             candidates = framed_entries(kb, ev)  # not the generic entry: the crash entry names the line
@@ -201,6 +212,25 @@ def named_failure_lines(kb: KnowledgeBase, events: list[Event]) -> set:
     report of a peer): a failure there is that entry's, not an unknown one."""
     return {e.where for e in events if e.entry and (e.role == "cause" or (
         e.role == "symptom" and kb.get(e.entry).class_ not in REPORT_CLASSES))}
+
+
+WEAK = 0.8  # a cause signature below this weight names its line only tentatively (features.STRONG)
+
+
+def strongly_named_lines(kb: KnowledgeBase, events: list[Event]) -> set:
+    """The places of named_failure_lines that some entry names with a cause signature of weight
+    WEAK or more, or as a symptom (a line only weak cause signatures name may be anything's)."""
+    out = set()
+    for e in events:
+        if not e.entry:
+            continue
+        if e.role == "cause":
+            sig = kb.signature(e.entry, e.signature)
+            if sig is None or sig.weight >= WEAK:
+                out.add(e.where)
+        elif e.role == "symptom" and kb.get(e.entry).class_ not in REPORT_CLASSES:
+            out.add(e.where)
+    return out
 
 
 def unnamed_failures_cut(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> bool:
