@@ -107,6 +107,20 @@ A sixth set (``--fresh 11``), written down after the fifth had been learned from
                       message on stderr, exit status 1, no traceback).
 * ``sigint-one``      at LAB_STEP the culprit process receives SIGINT (a Ctrl-C sent to it
                       alone): KeyboardInterrupt.
+
+A seventh set (``--fresh 12``), written down after the sixth had been learned from:
+
+* ``nosync-one-rank`` at LAB_STEP the culprit runs its backward under DDP's no_sync() (a gradient
+                      accumulation counter that is off by one on that rank): one gradient
+                      all_reduce fewer, and no line says so.
+* ``broadcast-shape`` at LAB_STEP rank 0 broadcasts a vocabulary table of 10 rows; the culprit's
+                      receive buffer has 8 (its own config lacks two special tokens).
+* ``double-init``     at LAB_STEP the culprit's evaluation helper calls init_process_group again.
+* ``pg-destroyed-early`` at LAB_STEP the culprit's evaluation helper destroys the process group,
+                      and its next gradient all_reduce finds none.
+* ``subgroup-barrier`` every rank builds a group of all ranks at start; at LAB_STEP the others
+                      wait in a barrier on that group while the culprit waits in a barrier on
+                      the default group.
 """
 
 import ctypes
@@ -233,6 +247,7 @@ def main():
                 p.requires_grad_(False)
         model = DDP(inner)
     loss_fn = _compiled_loss() if FAULT == "compile-fullgraph" else None
+    everyone = dist.new_group(list(range(world))) if FAULT == "subgroup-barrier" else None
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     try:
         if FAULT == "monitored-barrier":
@@ -301,6 +316,17 @@ def main():
                     dist.barrier()
             if FAULT in ("ckpt-stale", "ckpt-truncated") and step == step_at:
                 _resume(model, rank, world, culprit, step)
+            if FAULT == "nosync-one-rank" and culprit and step == step_at:
+                with model.no_sync():
+                    loss = train_step(model, opt, x, y)
+                log.info("rank %d step %d loss %.4f", rank, step, loss.item())
+                continue
+            if FAULT == "double-init" and culprit and step == step_at:
+                log.info("rank %d setting up the evaluation process group", rank)
+                dist.init_process_group("gloo")
+            if FAULT == "pg-destroyed-early" and culprit and step == step_at:
+                log.info("rank %d evaluation done, cleaning up", rank)
+                dist.destroy_process_group()
             if FAULT == "skip-step" and culprit and step == step_at:
                 try:
                     raise ValueError(f"batch {step}: label tensor has 3 columns, expected 4")
@@ -370,6 +396,14 @@ def main():
                         log.info("rank %d saving distributed checkpoint to %s", rank, folder)
                         dcp.save({"model": model.module.state_dict()}, checkpoint_id=folder)
                     log.info("rank %d checkpoint step done", rank)
+                elif FAULT == "broadcast-shape":
+                    rows = 8 if culprit else 10  # the culprit's config lacks the two special tokens
+                    table = torch.arange(rows * 4, dtype=torch.float32).reshape(rows, 4) if rank == 0 else torch.empty(rows, 4)
+                    dist.broadcast(table, src=0)
+                    log.info("rank %d got the vocabulary table (%d rows)", rank, rows)
+                elif FAULT == "subgroup-barrier":
+                    dist.barrier() if culprit else dist.barrier(group=everyone)
+                    log.info("rank %d passed the evaluation barrier", rank)
                 elif FAULT == "ckpt-disk-full" and culprit:
                     path = os.environ.get("LAB_CKPT_PATH", "/dev/full")
                     log.info("rank %d saving checkpoint to %s", rank, path)

@@ -894,7 +894,35 @@ MATRIX_FRESH11: dict = {
     "sysexit-msg": (_mx_kind("sysexit-msg"), [(3, (1,), 4, True), (4, (0,), 3, False)]),
     "sigint-one": (_mx_kind("sigint-one"), [(5, (3,), 3, True), (3, (2,), 2, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11}
+# A seventh draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-06 after the sixth
+# (MATRIX_FRESH11) had been measured and learned from, before any of these ran through rankdoctor.
+_KINDS.update({
+    "nosync-one-rank": ("nosync-one-rank", "collective-desync", "ddp-no-sync-one-rank",
+                        "runs its backward at step {s} under DDP's no_sync() (a gradient accumulation counter off "
+                        "by one on that rank): one gradient all_reduce fewer than its peers, and no line says so", {},
+                        [r"rank {c} step {s} loss"]),
+    "broadcast-shape": ("broadcast-shape", "collective-desync", "broadcast-size-mismatch",
+                        "receives rank 0's broadcast of a 10-row vocabulary table at step {s} into an 8-row buffer "
+                        "(its own config lacks two special tokens)", {}, [r"rank {c} step {s} loss"]),
+    "double-init": ("double-init", "rendezvous-init", "process-group-initialized-twice",
+                    "calls init_process_group a second time at step {s} from its evaluation helper", {},
+                    [r"rank {c} setting up the evaluation process group"]),
+    "pg-destroyed-early": ("pg-destroyed-early", "peer-rank-crashed", "python-exception-in-one-rank",
+                           "destroys the process group in its evaluation helper at step {s}; its next gradient "
+                           "all_reduce finds none", {}, [r"rank {c} evaluation done, cleaning up"]),
+    "subgroup-barrier": ("subgroup-barrier", "collective-desync", "barrier-on-another-group",
+                         "waits in a barrier on the default group at step {s} while its peers wait in a barrier on "
+                         "a group of all ranks built at start", {}, [r"rank {c} step {s} loss"]),
+})
+
+MATRIX_FRESH12: dict = {
+    "nosync-one-rank": (_mx_kind("nosync-one-rank"), [(4, (2,), 3, True), (3, (0,), 4, False)]),
+    "broadcast-shape": (_mx_kind("broadcast-shape"), [(3, (2,), 3, True), (4, (1,), 2, False)]),
+    "double-init": (_mx_kind("double-init"), [(4, (3,), 2, True), (3, (0,), 3, False)]),
+    "pg-destroyed-early": (_mx_kind("pg-destroyed-early"), [(3, (1,), 3, True), (5, (2,), 2, False)]),
+    "subgroup-barrier": (_mx_kind("subgroup-barrier"), [(4, (1,), 3, True), (3, (2,), 2, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
