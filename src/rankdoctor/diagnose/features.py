@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from ..events import Event
 from ..kb.loader import KnowledgeBase
 from .attribution import ACTIVITY, FATAL, TRACE
-from .hypotheses import MISMATCH_CLASSES, Hypothesis, Kind, desync_strength, main_process_busy, most_named, named_by_peers, unnamed_failures_cut
+from .hypotheses import MISMATCH_CLASSES, STRONG, Hypothesis, Kind, desync_strength, main_process_busy, most_named, named_by_peers, unnamed_failures_cut
 from .ranktable import (
     FR_HANG, FR_MISMATCH, NUMERIC_CLASS, End, RankRow, RankTable, about_peer, fingerprint_minority, fingerprints_ahead,
     first_collective_hang, first_collective_stated, order, reports_lost_peer, same_block, same_clock,
@@ -127,7 +127,7 @@ FEATURES: dict[str, str] = {
 # the finding a hypothesis was proposed for (hypotheses.FINDING_KIND the other way round)
 _KIND_FINDING = {Kind.desync: "desync", Kind.straggler: "straggler", Kind.dead_peer: "dead-peer", Kind.first: "first-collective"}
 
-STRONG = 0.8  # a cause line of at least this weight is a strong one (entry_strong, entry_beside_cause)
+# STRONG (hypotheses): a cause line of at least that weight is a strong one (entry_strong, entry_beside_cause)
 _GAP_FULL = 600.0  # seconds: NCCL's default collective timeout; a gap this long counts fully
 MIN_GAP = 2.0  # seconds: below this, ranks stopped together
 
@@ -153,6 +153,7 @@ class EntryLines:
     places: set[tuple[int | None, str, int]]  # (rank, source, line) of all its lines
     first_by_time: int | None  # _first_by_time(causes)
     self_naming: list[Event]  # cause lines whose ``rank`` capture is the printing rank
+    most_named: int | None = None  # hypotheses.most_named(causes): the rank most reporters name
 
     @property
     def strong(self) -> bool:
@@ -178,6 +179,7 @@ def entry_lines(kb: KnowledgeBase, evs: list[Event]) -> EntryLines:
         places={(e.rank, e.source, e.line) for e in evs},
         first_by_time=_first_by_time(causes),
         self_naming=[e for e in causes if e.rank is not None and e.cap_int("rank") == e.rank],
+        most_named=most_named(causes),
     )
 
 
@@ -347,7 +349,7 @@ def _claim(h: Hypothesis, cx: Context, lines: EntryLines) -> dict[str, float]:
     if gone and "dead-peer" not in explains:
         f["claim_gone_not_late"] = gone / max(1, sum(cx.gone.values()))
     f["claim_most_named"] = float(h.entry.class_ in MISMATCH_CLASSES and len(ranks) == 1
-                                  and most_named(lines.causes) in ranks)
+                                  and lines.most_named in ranks)
     total_named = sum(cx.named.values())
     if total_named:
         f["claim_named"] = sum(cx.named.get(r, 0) for r in ranks) / total_named

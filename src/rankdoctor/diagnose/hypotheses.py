@@ -214,19 +214,19 @@ def named_failure_lines(kb: KnowledgeBase, events: list[Event]) -> set:
         e.role == "symptom" and kb.get(e.entry).class_ not in REPORT_CLASSES))}
 
 
-WEAK = 0.8  # a cause signature below this weight names its line only tentatively (features.STRONG)
+STRONG = 0.8  # a cause signature of at least this weight names its line firmly (also features' entry_strong)
 
 
 def strongly_named_lines(kb: KnowledgeBase, events: list[Event]) -> set:
     """The places of named_failure_lines that some entry names with a cause signature of weight
-    WEAK or more, or as a symptom (a line only weak cause signatures name may be anything's)."""
+    STRONG or more, or as a symptom (a line only weaker cause signatures name may be anything's)."""
     out = set()
     for e in events:
         if not e.entry:
             continue
         if e.role == "cause":
             sig = kb.signature(e.entry, e.signature)
-            if sig is None or sig.weight >= WEAK:
+            if sig is None or sig.weight >= STRONG:
                 out.add(e.where)
         elif e.role == "symptom" and kb.get(e.entry).class_ not in REPORT_CLASSES:
             out.add(e.where)
