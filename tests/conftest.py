@@ -32,6 +32,16 @@ def scanner(kb):
     return Scanner(kb)
 
 
+def diagnose_lab_run(kb, case: Path):
+    """A lab run's diagnosis from its console.log and logs/ folder, as `rankdoctor diagnose
+    console.log logs` gives it (its Flight Recorder dumps left out)."""
+    from rankdoctor.pipeline import diagnose_paths
+    from rankdoctor.scan import scan_sources
+
+    scanner = Scanner(kb)
+    return diagnose_paths(kb, [str(case / "console.log"), str(case / "logs")], lambda s: scan_sources(kb, s, scanner))[0]
+
+
 def run_cli(*args: str, stdin: bytes | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "rankdoctor.cli", *args],

@@ -5,18 +5,15 @@ launcher did not send died by itself (ranktable._sigterm_from_outside)."""
 from __future__ import annotations
 
 from rankdoctor.diagnose.ranktable import End
-from rankdoctor.pipeline import diagnose_paths
-from rankdoctor.scan import Scanner, scan_sources, scan_text
+from rankdoctor.scan import scan_text
 
-from .conftest import SCENARIOS
+from .conftest import SCENARIOS, diagnose_lab_run
 
 LAB10 = SCENARIOS / "lab-fresh10"
 
 
 def _run(kb, case: str):
-    d = LAB10 / case
-    scanner = Scanner(kb)
-    return diagnose_paths(kb, [str(d / "console.log"), str(d / "logs")], lambda s: scan_sources(kb, s, scanner))[0]
+    return diagnose_lab_run(kb, LAB10 / case)
 
 
 def test_a_sigterm_the_launcher_did_not_send_is_the_ranks_own_death(kb):

@@ -6,18 +6,14 @@ weak signatures name is also an exception of its own (hypotheses.strongly_named_
 
 from __future__ import annotations
 
-from rankdoctor.pipeline import diagnose_paths
-from rankdoctor.scan import Scanner, scan_sources
 
-from .conftest import SCENARIOS
+from .conftest import SCENARIOS, diagnose_lab_run
 
 LAB11 = SCENARIOS / "lab-fresh11"
 
 
 def _run(kb, case: str):
-    d = LAB11 / case
-    scanner = Scanner(kb)
-    return diagnose_paths(kb, [str(d / "console.log"), str(d / "logs")], lambda s: scan_sources(kb, s, scanner))[0]
+    return diagnose_lab_run(kb, LAB11 / case)
 
 
 def test_the_one_rank_that_finished_while_all_others_waited_is_the_odd_one(kb):
