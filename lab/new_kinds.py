@@ -121,6 +121,17 @@ A seventh set (``--fresh 12``), written down after the sixth had been learned fr
 * ``subgroup-barrier`` every rank builds a group of all ranks at start; at LAB_STEP the others
                       wait in a barrier on that group while the culprit waits in a barrier on
                       the default group.
+
+An eighth set (``--fresh 13``), written down after the seventh had been learned from:
+
+* ``lr-divergence``   at LAB_STEP a learning-rate schedule's bug sets every rank's rate to 1e6:
+                      the loss overflows on every rank at once and each rank's NaN check raises
+                      (a job-wide divergence that no rank started).
+* ``unused-all``      every rank's model has an auxiliary head that no batch uses (DDP,
+                      find_unused_parameters=False): every rank fails the same way at step 2.
+* ``world-minus-one`` the culprit's launch script sets WORLD_SIZE one smaller than the job's.
+* ``sampler-rank``    every rank builds its DistributedSampler with rank+1 (1-based numbering by
+                      mistake); the last rank's is out of range.
 """
 
 import ctypes
@@ -222,9 +233,11 @@ def main():
         for p in range(1, 6):
             time.sleep(late / 5)
             print(f"rank {os.environ.get('RANK')}: pulling the container image layers {p}/5", flush=True)
-    if FAULT in ("rank-dup", "world-plus-one") and launched_culprit:
+    if FAULT in ("rank-dup", "world-plus-one", "world-minus-one") and launched_culprit:
         if FAULT == "rank-dup":
             os.environ["RANK"] = str((int(os.environ["RANK"]) + 1) % int(os.environ["WORLD_SIZE"]))
+        elif FAULT == "world-minus-one":
+            os.environ["WORLD_SIZE"] = str(int(os.environ["WORLD_SIZE"]) - 1)
         else:
             os.environ["WORLD_SIZE"] = str(int(os.environ["WORLD_SIZE"]) + 1)
         print(f"launch script: RANK={os.environ['RANK']} WORLD_SIZE={os.environ['WORLD_SIZE']}", flush=True)
@@ -240,7 +253,7 @@ def main():
     if no_ddp:
         model = TinyNet()
     else:
-        inner = AuxNet() if FAULT == "unused-one-rank" else TinyNet()
+        inner = AuxNet() if FAULT in ("unused-one-rank", "unused-all") else TinyNet()
         if FAULT == "frozen-one-rank" and culprit:
             log.info("rank %d freezing the input layer (finetune.freeze_input=true)", rank)
             for p in next(inner.children()).parameters():
@@ -262,6 +275,10 @@ def main():
         if FAULT == "dl-worker-exception":
             loader = torch.utils.data.DataLoader(Records(rank, STEPS * 8), batch_size=8, num_workers=1)
             stream = iter(loader)
+        elif FAULT == "sampler-rank":
+            data = Records(rank, STEPS * 8)
+            sampler = torch.utils.data.distributed.DistributedSampler(data, num_replicas=world, rank=rank + 1)
+            stream = iter(torch.utils.data.DataLoader(data, batch_size=8, sampler=sampler))
         else:
             n = step_at if (FAULT == "early-exit" and culprit) else STEPS
             stream = batches(rank, n)
@@ -338,8 +355,9 @@ def main():
                     x, y = x[:7], y[:7]  # the shard's short last batch
                 loss = loss_fn(model(x), y)
                 backward_step(model, opt, loss)
-            elif FAULT == "unused-one-rank":
-                with_aux = not (culprit and step == step_at)  # this batch carries no aux targets
+            elif FAULT in ("unused-one-rank", "unused-all"):
+                # this batch carries no aux targets (unused-all: no batch ever does)
+                with_aux = FAULT == "unused-one-rank" and not (culprit and step == step_at)
                 out, aux = model(x, with_aux)
                 loss = torch.nn.functional.mse_loss(out, y)
                 if aux is not None:
@@ -351,6 +369,13 @@ def main():
             else:
                 loss = train_step(model, opt, x, y)
             log.info("rank %d step %d loss %.4f", rank, step, loss.item())
+            if FAULT == "lr-divergence":
+                if step == step_at:
+                    log.info("rank %d lr schedule: warmup done, lr -> 1e6", rank)
+                    for g in opt.param_groups:
+                        g["lr"] = 1e6
+                if not torch.isfinite(loss):
+                    raise FloatingPointError(f"rank {rank}: loss is {loss.item()} at step {step}, stopping")
 
             if step == step_at:
                 metric = loss.detach().reshape(1).clone()

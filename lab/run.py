@@ -922,7 +922,44 @@ MATRIX_FRESH12: dict = {
     "pg-destroyed-early": (_mx_kind("pg-destroyed-early"), [(3, (1,), 3, True), (5, (2,), 2, False)]),
     "subgroup-barrier": (_mx_kind("subgroup-barrier"), [(4, (1,), 3, True), (3, (2,), 2, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12}
+# An eighth draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-06 after the seventh
+# (MATRIX_FRESH12) had been measured, before any of these ran through rankdoctor. Two are job-wide:
+# every rank fails the same way and no rank started it (initiating_rank null).
+_KINDS.update({
+    "world-minus-one": ("world-minus-one", "rendezvous-init", "world-size-mismatch",
+                        "is started with WORLD_SIZE one smaller than the job's (a per-node launch script's "
+                        "mistake)", {}, [r"launch script: RANK={c} WORLD_SIZE=\d+"]),
+    "sampler-rank": ("sampler-rank", "rendezvous-init", "distributed-sampler-rank-out-of-range",
+                     "is the last rank: every rank builds its DistributedSampler with rank+1 (1-based numbering by "
+                     "mistake), and only the last rank's is out of range", {},
+                     [r"Invalid rank \d+, rank should be in the interval"]),
+})
+
+
+def _mx_jobwide(lab_fault, cls, hint, what, evidence):
+    """A fault every rank runs into the same way: no rank started it (initiating_rank null)."""
+    def make(w, cs, s):
+        return dict(
+            script="new_kinds.py", cls=cls, hint=hint,
+            description=f"All {w} ranks: {what.format(s=s)}. Every rank fails the same way; no rank started it.",
+            evidence=[e.format(s=s) for e in evidence] + [r"failed \(exitcode: -?\d+\)"],
+            env={"LAB_FAULT": lab_fault, "LAB_STEP": str(s)}, fr=True, initiating_rank=None)
+    return make
+
+
+MATRIX_FRESH13: dict = {
+    "lr-divergence": (_mx_jobwide("lr-divergence", "nan-divergence", "loss-nan-all-ranks",
+                                  "a learning-rate schedule's bug sets the rate to 1e6 at step {s}; the loss overflows on "
+                                  "every rank at once and each rank's NaN check raises", [r"loss is nan at step"]),
+                      [(4, (), 3, True), (3, (), 2, False)]),
+    "unused-all": (_mx_jobwide("unused-all", "ddp-unused-parameters", "ddp-unused-parameters",
+                               "the model has an auxiliary head that no batch uses (DDP, find_unused_parameters=False)",
+                               [r"Expected to have finished reduction in the prior iteration"]),
+                   [(3, (), 0, True), (4, (), 0, False)]),
+    "world-minus-one": (_mx_kind("world-minus-one"), [(4, (1,), 0, True), (3, (0,), 0, False)]),
+    "sampler-rank": (_mx_kind("sampler-rank"), [(4, (3,), 0, True), (3, (2,), 0, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
