@@ -950,7 +950,7 @@ def _mx_jobwide(lab_fault, cls, hint, what, evidence):
 MATRIX_FRESH13: dict = {
     "lr-divergence": (_mx_jobwide("lr-divergence", "nan-divergence", "loss-nan-all-ranks",
                                   "a learning-rate schedule's bug sets the rate to 1e6 at step {s}; the loss overflows on "
-                                  "every rank at once and each rank's NaN check raises", [r"loss is nan at step"]),
+                                  "every rank at once and each rank's NaN check raises", [r"loss is (?:nan|inf) at step"]),
                       [(4, (), 3, True), (3, (), 2, False)]),
     "unused-all": (_mx_jobwide("unused-all", "ddp-unused-parameters", "ddp-unused-parameters",
                                "the model has an auxiliary head that no batch uses (DDP, find_unused_parameters=False)",
