@@ -147,8 +147,8 @@ def waits_beyond_world(facts: Iterable, seen: Iterable[int] = ()) -> list[Claim]
         return []
     for f in sorted(waits, key=lambda f: (f.source, f.line)):
         r = int(f.captures["peer_rank"])
-        if r in shown or r <= max(shown):
-            continue  # a rank of the others' range: it may simply have been late
+        if r <= max(shown):
+            continue  # a rank that shows, or one of the others' range: it may simply have been late
         others = ", ".join(str(x) for x in sorted(elsewhere)[:8]) + (" ..." if len(elsewhere) > 8 else "")
         return [Claim(f, f"rank {_who(f)} waits at init for the address of rank {r}, which no process shows and no "
                          f"other process waits for; rank(s) {others} failed later without waiting for it")]

@@ -220,13 +220,9 @@ def context(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Context
     # a rank that failed by itself before it waited is not waiting on anyone: its waits followed its own failure
     waiting = {r for r, rw in table.rows.items() if rw.waits and r not in failed}
     quiet, late = quiet_gaps(table)
-    accusations: dict[int, int] = dict(table.unranked_accuses)
-    for rw in table.rows.values():
-        for r in rw.accuses:
-            accusations[r] = accusations.get(r, 0) + 1
     return Context(
         kb, table, by_entry, failed, waiting, quiet, late, steps_behind(table), _numeric_first(table),
-        accusations, named_by_peers(events), fingerprint_minority(table), _findings(kb, table, events),
+        table.accusations(), named_by_peers(events), fingerprint_minority(table), _findings(kb, table, events),
         timeout_seconds(table), outlived_peers(table), _gone(kb, events), main_process_busy(kb, table, events),
         frozenset(e.id for e in kb if e.class_ == "collective-desync"),
         {eid: frozenset(x.value for x in kb.get(eid).explains) for eid in by_entry},

@@ -89,7 +89,7 @@ def generate(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> list[H
             by_entry.setdefault(e.entry, []).append(e)
 
     died = {r for r, rw in table.rows.items() if rw.end == End.own_death}
-    accused = {r for rw in table.rows.values() for r in rw.accuses} | set(table.unranked_accuses)
+    accused = set(table.accusations())
     # 1. every entry whose cause or symptom lines fired
     for entry_id, evs in by_entry.items():
         entry = kb.get(entry_id)
@@ -298,9 +298,7 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
     # names a peer on the other side), they are witnesses, not where it started
     if odd_fp:
         desync -= set(table.fingerprints) - odd_fp
-    accused: set[int] = set(table.unranked_accuses)
-    for rw in table.rows.values():
-        accused |= rw.accuses
+    accused = set(table.accusations())
     dead |= accused
     # a peer named by a line that reports waiting for it (an entry that explains a straggler
     # and not a lost peer: "retrieving ncclUniqueId from [0] ... Socket Timeout") was late, as

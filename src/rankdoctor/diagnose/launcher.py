@@ -60,15 +60,19 @@ class ExitRecord:
 @dataclass
 class LauncherSummary:
     records: list[ExitRecord] = field(default_factory=list)
-    sigterm_pids: set[int] = field(default_factory=set)
-    # the same pids per file in which the launcher said it sent them ("Sending process N closing
-    # signal SIGTERM"): a worker of that file that died by SIGTERM while not on its list got the
-    # signal from somewhere else (a node agent, a pre-emption, a kill by hand)
+    # the workers the launcher says it sent SIGTERM to ("Sending process N closing signal
+    # SIGTERM"), per file that says so: a worker of that file that died by SIGTERM while not on
+    # its list got the signal from somewhere else (a node agent, a pre-emption, a kill by hand)
     sigterm_by_source: dict[str, set[int]] = field(default_factory=dict)
     forced_kill_pids: set[int] = field(default_factory=set)
     # torchrun's summary says a worker failed ("train.py FAILED" above its Failures / Root
     # Cause sections), whether or not the paste goes on to say which one and how
     failed_reported: bool = False
+
+    @property
+    def sigterm_pids(self) -> set[int]:
+        """Every worker the launcher says it sent SIGTERM to, in any file."""
+        return set().union(*self.sigterm_by_source.values())
 
     def by_rank(self) -> dict[int, ExitRecord]:
         out: dict[int, ExitRecord] = {}
@@ -171,7 +175,6 @@ def read_launcher(facts: list[Fact]) -> LauncherSummary:
             elif f.fact in ("tr-sigterm-sent", "lc-composer-sigterm"):
                 pid = _i(f.captures.get("pid"))
                 if pid is not None:
-                    summary.sigterm_pids.add(pid)
                     summary.sigterm_by_source.setdefault(source, set()).add(pid)
             elif f.fact in _RECORD_FIELDS:
                 if current is None or f.line - current.line > _BLOCK_SPAN or _field_set(current, f.fact):

@@ -156,6 +156,15 @@ class RankTable:
     def row(self, rank: int) -> RankRow:
         return self.rows.get(rank) or RankRow(rank)
 
+    def accusations(self) -> dict[int, int]:
+        """The ranks that peers name as the one they lost or wait for, with how many name each:
+        one per accusing rank, and the lines of no rank that name it."""
+        out = dict(self.unranked_accuses)
+        for rw in self.rows.values():
+            for r in rw.accuses:
+                out[r] = out.get(r, 0) + 1
+        return out
+
     @property
     def waiting_ranks(self) -> set[int]:
         if self.hung:
@@ -345,7 +354,7 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
         rw.host = rw.host or rec.host
     sigterm = att.summary.sigterm_pids
     for rw in rows.values():
-        rw.end = _end_of(rw, sigterm, _witness_only(kb, rw), att.summary.sigterm_by_source)
+        rw.end = _end_of(rw, sigterm, att.summary.sigterm_by_source, _witness_only(kb, rw))
     for r in _unlisted(att.summary, expected):
         rw = row(r)
         if rw.end == End.unknown:
@@ -575,15 +584,14 @@ def same_block(first: Event, lines: list[Event]) -> bool:
     return any(e.rank == first.rank and e.source == first.source and abs(e.line - first.line) <= 3 for e in lines)
 
 
-def _end_of(rw: RankRow, sigterm_pids: set[int], witness: bool = False,
-            sigterm_by_source: dict[str, set[int]] | None = None) -> End:
+def _end_of(rw: RankRow, sigterm_pids: set[int], sigterm_by_source: dict[str, set[int]], witness: bool = False) -> End:
     rec = rw.exit
     if rec is None or rec.exitcode is None:
         return End.unknown
     code = rec.exitcode
     if code == 0:
         return End.clean
-    if code == -15 and _sigterm_from_outside(rec, sigterm_by_source or {}):
+    if code == -15 and _sigterm_from_outside(rec, sigterm_by_source):
         return End.own_death
     if code == -15 or rec.killed_by_launcher or (rec.pid is not None and rec.pid in sigterm_pids and code < 0 and code != -9):
         return End.terminated
