@@ -132,13 +132,35 @@ An eighth set (``--fresh 13``), written down after the seventh had been learned 
 * ``world-minus-one`` the culprit's launch script sets WORLD_SIZE one smaller than the job's.
 * ``sampler-rank``    every rank builds its DistributedSampler with rank+1 (1-based numbering by
                       mistake); the last rank's is out of range.
+
+A ninth set (``--fresh 14``), written down after the eighth had been learned from:
+
+* ``thread-exception-hang`` at LAB_STEP the culprit hands its next batch to a prefetch thread
+                      that raises KeyError on a record without targets; the main thread waits on
+                      the thread's queue forever while its peers wait in the next all_reduce.
+* ``fd-leak``         the culprit's feature cache opens a file per sample and never closes it;
+                      on a node whose open-file limit is 256 (``ulimit -n``) the culprit fails
+                      with ``OSError: [Errno 24] Too many open files`` at LAB_STEP.
+* ``store-get-missing`` at LAB_STEP rank 0 publishes ``eval_ready`` in the job's c10d store and
+                      every rank waits for it (5 s); the culprit waits for ``eval-ready`` (a
+                      key misspelt on one code path) and its store wait times out.
+* ``inplace-autograd`` at LAB_STEP the culprit clips its batch's sigmoid outputs in place
+                      (``clamp_``), which autograd still needs for the backward.
+* ``import-missing``  at LAB_STEP the culprit (the rank that reports metrics) imports its
+                      experiment tracker, which is not installed on its host (``wandb``).
+* ``resume-missing-all`` at LAB_STEP every rank resumes from a checkpoint path that does not
+                      exist (a wrong ``--resume`` argument): a job-wide error no rank started.
 """
 
 import ctypes
 import os
 import pickle
+import queue
+import resource
 import signal
 import sys
+import tempfile
+import threading
 import time
 from datetime import timedelta
 
@@ -331,8 +353,47 @@ def main():
                 elif FAULT == "barrier-one-rank":
                     log.info("rank %d debug barrier", rank)
                     dist.barrier()
+                elif FAULT == "thread-exception-hang":
+                    handoff = queue.Queue()
+
+                    def prefetch(record):
+                        log.info("rank %d prefetch thread reading record %d", rank, step)
+                        handoff.put(record["targets"])  # this record was written without targets
+
+                    threading.Thread(target=prefetch, args=({"inputs": x},), name="prefetch", daemon=True).start()
+                    y = handoff.get()  # no timeout: waits for a thread that is gone
+                elif FAULT == "fd-leak":
+                    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+                    resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))  # the node's ulimit -n
+                    cache = tempfile.mkdtemp(prefix=f"lab-featcache-r{rank}-")
+                    log.info("rank %d building feature cache in %s", rank, cache)
+                    handles = []
+                    for i in range(400):
+                        handles.append(open(os.path.join(cache, f"sample{i:05d}.bin"), "wb"))  # never closed
+                elif FAULT == "import-missing":
+                    log.info("rank %d starting the experiment tracker", rank)
+                    import importlib
+                    importlib.import_module("wandb")
             if FAULT in ("ckpt-stale", "ckpt-truncated") and step == step_at:
                 _resume(model, rank, world, culprit, step)
+            if FAULT == "resume-missing-all" and step == step_at:
+                path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), "run-2026-11-30", "step_001000.pt")
+                log.info("rank %d resuming from %s", rank, path)
+                model.module.load_state_dict(torch.load(path))
+            if FAULT == "store-get-missing" and step == step_at:
+                store = dist.distributed_c10d._get_default_store()
+                if rank == 0:
+                    store.set("eval_ready", "1")
+                key = "eval-ready" if culprit else "eval_ready"
+                log.info("rank %d waiting for %s in the store", rank, key)
+                store.wait([key], timedelta(seconds=5))
+            if FAULT == "inplace-autograd" and culprit and step == step_at:
+                pred = torch.sigmoid(model(x))
+                pred.clamp_(0.05, 0.95)  # clip this batch's outliers (in place)
+                loss = torch.nn.functional.mse_loss(pred, y)
+                backward_step(model, opt, loss)
+                log.info("rank %d step %d loss %.4f", rank, step, loss.item())
+                continue
             if FAULT == "nosync-one-rank" and culprit and step == step_at:
                 with model.no_sync():
                     loss = train_step(model, opt, x, y)

@@ -959,7 +959,40 @@ MATRIX_FRESH13: dict = {
     "world-minus-one": (_mx_kind("world-minus-one"), [(4, (1,), 0, True), (3, (0,), 0, False)]),
     "sampler-rank": (_mx_kind("sampler-rank"), [(4, (3,), 0, True), (3, (2,), 0, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13}
+# A ninth draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-06 after the eighth
+# (MATRIX_FRESH13) had been measured and learned from, before any of these ran through rankdoctor.
+# One is job-wide (initiating_rank null).
+_KINDS.update({
+    "thread-exception-hang": ("thread-exception-hang", "peer-rank-crashed", "python-exception-in-one-rank",
+                              "hands its batch to a prefetch thread at step {s}; the thread raises KeyError on a "
+                              "record without targets and the main thread waits on its queue forever", {},
+                              [r"Exception in thread prefetch"]),
+    "fd-leak": ("fd-leak", "peer-rank-crashed", "python-exception-in-one-rank",
+                "leaks a file handle per sample in its feature cache on a node whose open-file limit is 256; "
+                "it runs out at step {s}", {}, [r"Too many open files"]),
+    "store-get-missing": ("store-get-missing", "rendezvous-init", "c10d-store-timeout",
+                          "waits at step {s} for a store key spelt eval-ready where rank 0 publishes eval_ready "
+                          "(5 s wait)", {}, [r"rank {c} waiting for eval-ready in the store"]),
+    "inplace-autograd": ("inplace-autograd", "peer-rank-crashed", "python-exception-in-one-rank",
+                         "clips its batch's sigmoid outputs in place at step {s}; autograd still needs them for "
+                         "the backward", {}, [r"modified by an inplace operation"]),
+    "import-missing": ("import-missing", "peer-rank-crashed", "python-exception-in-one-rank",
+                       "is the rank that reports metrics; at step {s} it imports its experiment tracker, which is "
+                       "not installed on its host", {}, [r"No module named 'wandb'"]),
+})
+
+MATRIX_FRESH14: dict = {
+    "thread-exception-hang": (_mx_kind("thread-exception-hang"), [(4, (1,), 3, True), (3, (2,), 2, False)]),
+    "fd-leak": (_mx_kind("fd-leak"), [(3, (0,), 3, True), (4, (2,), 4, False)]),
+    "store-get-missing": (_mx_kind("store-get-missing"), [(4, (3,), 2, True), (3, (1,), 3, False)]),
+    "inplace-autograd": (_mx_kind("inplace-autograd"), [(4, (2,), 3, True), (5, (0,), 2, False)]),
+    "import-missing": (_mx_kind("import-missing"), [(3, (0,), 4, True), (4, (3,), 3, False)]),
+    "resume-missing-all": (_mx_jobwide("resume-missing-all", "checkpoint-error", "checkpoint-file-not-found",
+                                       "resume at step {s} from a checkpoint path that does not exist (a wrong "
+                                       "--resume argument)", [r"No such file or directory: '[^']*step_001000\.pt'"]),
+                           [(4, (), 2, True), (3, (), 3, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
