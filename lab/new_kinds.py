@@ -150,6 +150,21 @@ A ninth set (``--fresh 14``), written down after the eighth had been learned fro
                       experiment tracker, which is not installed on its host (``wandb``).
 * ``resume-missing-all`` at LAB_STEP every rank resumes from a checkpoint path that does not
                       exist (a wrong ``--resume`` argument): a job-wide error no rank started.
+
+A tenth set (``--fresh 15``), written down after the ninth had been learned from:
+
+* ``allreduce-dtype`` at LAB_STEP every rank all_reduces a metric; the culprit's is float64 (its
+                      metric code upcasts), the others' float32.
+* ``crash-before-init`` the culprit's launch wrapper parses a per-node setting before
+                      init_process_group and raises ValueError on a malformed value; the others
+                      wait in init for it.
+* ``master-addr-typo`` the culprit's launch script sets MASTER_ADDR to a host name that does not
+                      resolve (a typo in a per-node script).
+* ``cpu-alloc-all``   at LAB_STEP every rank builds a feature cache whose size comes from a bad
+                      config value (2**38 rows): every rank's CPU allocator refuses (job-wide).
+* ``none-handled``    a healthy run: at LAB_STEP the culprit's metrics upload fails and the
+                      error is logged with its traceback (``log.exception``) and skipped; every
+                      rank finishes.
 """
 
 import ctypes
@@ -263,6 +278,14 @@ def main():
         else:
             os.environ["WORLD_SIZE"] = str(int(os.environ["WORLD_SIZE"]) + 1)
         print(f"launch script: RANK={os.environ['RANK']} WORLD_SIZE={os.environ['WORLD_SIZE']}", flush=True)
+    if FAULT == "crash-before-init" and launched_culprit:
+        os.environ["LAB_NODE_SHARDS"] = "4,"  # a per-node setting with a stray comma
+    if FAULT == "crash-before-init":
+        shards = int(os.environ.get("LAB_NODE_SHARDS", "4"))
+        print(f"rank {os.environ.get('RANK')}: {shards} data shards on this node", flush=True)
+    if FAULT == "master-addr-typo" and launched_culprit:
+        os.environ["MASTER_ADDR"] = "trainnode-03.cluster.internl"
+        print(f"launch script: MASTER_ADDR={os.environ['MASTER_ADDR']} MASTER_PORT={os.environ['MASTER_PORT']}", flush=True)
     if FAULT == "wrong-master-port" and launched_culprit:
         os.environ["MASTER_PORT"] = str(int(os.environ["MASTER_PORT"]) % 20000 + 30001)
         print(f"launch script: MASTER_ADDR={os.environ['MASTER_ADDR']} MASTER_PORT={os.environ['MASTER_PORT']}", flush=True)
@@ -370,12 +393,26 @@ def main():
                     handles = []
                     for i in range(400):
                         handles.append(open(os.path.join(cache, f"sample{i:05d}.bin"), "wb"))  # never closed
+                elif FAULT == "none-handled":
+                    try:
+                        raise ConnectionError("metrics endpoint http://metrics.internal:9091 refused the connection")
+                    except ConnectionError:
+                        log.exception("rank %d: metrics upload failed at step %d, skipping it", rank, step)
                 elif FAULT == "import-missing":
                     log.info("rank %d starting the experiment tracker", rank)
                     import importlib
                     importlib.import_module("wandb")
             if FAULT in ("ckpt-stale", "ckpt-truncated") and step == step_at:
                 _resume(model, rank, world, culprit, step)
+            if FAULT == "cpu-alloc-all" and step == step_at:
+                rows = 2 ** 38  # the config's cache_rows, read as a power of two by mistake
+                log.info("rank %d building feature cache (%d rows x 16)", rank, rows)
+                cache = torch.empty(rows, 16)
+                del cache
+            if FAULT == "allreduce-dtype" and step == step_at:
+                metric = torch.tensor([float(step)], dtype=torch.float64 if culprit else torch.float32)
+                dist.all_reduce(metric)
+                log.info("rank %d synced metric %.4f", rank, metric.item())
             if FAULT == "resume-missing-all" and step == step_at:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), "run-2026-11-30", "step_001000.pt")
                 log.info("rank %d resuming from %s", rank, path)
@@ -504,7 +541,7 @@ def main():
             log.info("rank %d: epoch finished after %d steps, shutting down", rank, step_at)
             dist.destroy_process_group()
             return
-        if FAULT in ("none", "none-noddp"):
+        if FAULT in ("none", "none-noddp", "none-handled"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")

@@ -992,7 +992,47 @@ MATRIX_FRESH14: dict = {
                                        "--resume argument)", [r"No such file or directory: '[^']*step_001000\.pt'"]),
                            [(4, (), 2, True), (3, (), 3, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14}
+# A tenth draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-06 after the ninth
+# (MATRIX_FRESH14) had been measured and learned from, before any of these ran through rankdoctor.
+# One is job-wide, one healthy (a handled error logged with its traceback).
+_KINDS.update({
+    "allreduce-dtype": ("allreduce-dtype", "collective-desync", "collective-dtype-mismatch",
+                        "all_reduces its metric as float64 at step {s} where its peers all_reduce float32 (its "
+                        "metric code upcasts)", {}, [r"rank {c} step {s} loss"]),
+    "crash-before-init": ("crash-before-init", "peer-rank-crashed", "python-exception-in-one-rank",
+                          "raises ValueError before init_process_group on a malformed per-node setting "
+                          "(LAB_NODE_SHARDS='4,'); its peers wait in init for it", {},
+                          [r"invalid literal for int\(\) with base 10: '4,'"]),
+    "master-addr-typo": ("master-addr-typo", "rendezvous-init", "tcpstore-connect-failed",
+                         "is started with MASTER_ADDR set to a host name that does not resolve (a typo in a "
+                         "per-node launch script)", {}, [r"launch script: MASTER_ADDR=trainnode-03"]),
+})
+
+
+def _mx_healthy_step(lab_fault, what):
+    """A healthy run in which the culprit does something that only looks alarming at LAB_STEP."""
+    def make(w, cs, s):
+        return dict(
+            script="new_kinds.py", cls=None, hint="healthy",
+            description=f"Successful {w}-rank run: {what.format(s=s, c=_ranks(cs))}. Nothing here is a failure.",
+            evidence=[r"rank 0 saved the final checkpoint", r"training finished"],
+            env={"LAB_FAULT": lab_fault, "LAB_STEP": str(s)}, fr=True, expect_ok=True, initiating_rank=None)
+    return make
+
+
+MATRIX_FRESH15: dict = {
+    "allreduce-dtype": (_mx_kind("allreduce-dtype"), [(4, (1,), 3, True), (3, (2,), 2, False)]),
+    "crash-before-init": (_mx_kind("crash-before-init"), [(4, (2,), 0, True), (3, (0,), 0, False)]),
+    "master-addr-typo": (_mx_kind("master-addr-typo"), [(3, (1,), 0, True), (4, (3,), 0, False)]),
+    "cpu-alloc-all": (_mx_jobwide("cpu-alloc-all", "host-oom", "cpu-allocator-cannot-allocate",
+                                  "build a feature cache of 2**38 x 16 floats at step {s} (a bad config value read by "
+                                  "every rank): each rank's CPU allocator refuses", [r"building feature cache"]),
+                      [(4, (), 3, True), (3, (), 2, False)]),
+    "none-handled": (_mx_healthy_step("none-handled", "at step {s} rank {c}'s metrics upload fails and the error "
+                                      "is logged with its traceback and skipped; every rank finishes"),
+                     [(4, (1,), 3, True), (3, (0,), 2, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
