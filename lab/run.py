@@ -998,7 +998,7 @@ MATRIX_FRESH14: dict = {
 _KINDS.update({
     "allreduce-dtype": ("allreduce-dtype", "collective-desync", "collective-dtype-mismatch",
                         "all_reduces its metric as float64 at step {s} where its peers all_reduce float32 (its "
-                        "metric code upcasts)", {}, [r"rank {c} step {s} loss"]),
+                        "metric code upcasts)", {}, [r"rank {c} step {s_1} loss"]),
     "crash-before-init": ("crash-before-init", "peer-rank-crashed", "python-exception-in-one-rank",
                           "raises ValueError before init_process_group on a malformed per-node setting "
                           "(LAB_NODE_SHARDS='4,'); its peers wait in init for it", {},

@@ -39,7 +39,9 @@ def diagnose_lab_run(kb, case: Path):
     from rankdoctor.scan import scan_sources
 
     scanner = Scanner(kb)
-    return diagnose_paths(kb, [str(case / "console.log"), str(case / "logs")], lambda s: scan_sources(kb, s, scanner))[0]
+    logs = case / "logs"  # (torchrun writes no files there for a run whose workers all exit 0)
+    paths = [str(case / "console.log")] + ([str(logs)] if logs.is_dir() and any(p.is_file() for p in logs.rglob("*")) else [])
+    return diagnose_paths(kb, paths, lambda s: scan_sources(kb, s, scanner))[0]
 
 
 def run_cli(*args: str, stdin: bytes | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:

@@ -179,6 +179,9 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, 
     seen = sorted(w.att.seen)
     count = w.att.world_size or (max(seen) + 1 if seen else 0)
     warnings += ras_notes(w.att.ras, w.failed)
+    for (source, line), ev in sorted(w.table.handled.items()):
+        warnings.append(f"{source}:{line}: an exception the program logged and got past (\"{ev.text.strip()[:120]}\"): "
+                        "every rank went on working after it and none died or waited, so it is not read as a failure")
     if w.restarted is not None:
         warnings.append(restarts.note(w.restarted))
     if not w.failed:
@@ -201,7 +204,7 @@ def _shows_failure(att: Attributed, table: RankTable, fr: "FRReport | None") -> 
     """A cause or symptom line, a rank's own exception or abort, a death the launcher
     saw, ranks whose last collectives differ, or a Flight Recorder mismatch/hang: the run failed, whether or not an entry names
     how. NCCL INFO noise, warnings and clean exits are not failures."""
-    if any(e.role in ("cause", "symptom") for e in att.events if e.entry):
+    if any(e.role in ("cause", "symptom") and e.where not in table.handled for e in att.events if e.entry):
         return True
     if any(is_cut_wait(e) for e in att.events):  # a traceback cut off while it waited in a collective
         return True

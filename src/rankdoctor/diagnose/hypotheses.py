@@ -19,7 +19,7 @@ from ..kb.loader import KnowledgeBase
 from ..kb.model import Entry
 from .attribution import FATAL, MAIN_FIRST_CALLS, TRACE, WARNED
 from .ranktable import (
-    REPORT_CLASSES, WAIT_CLASSES, End, FR_HANG, FR_MISMATCH, RankTable, fingerprint_minority, fingerprints_ahead, fingerprints_differ, first_collective_hang,
+    REPORT_CLASSES, WAIT_CLASSES, End, about_peer, FR_HANG, FR_MISMATCH, RankTable, fingerprint_minority, fingerprints_ahead, fingerprints_differ, first_collective_hang,
     first_collective_stated,
 )
 
@@ -276,7 +276,8 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
         desync |= odd_fp | fingerprints_ahead(table)
     desync_entries = {e.id for e in kb if e.class_ == "collective-desync"}
     for rw in table.rows.values():
-        if any(ev.entry in desync_entries for ev in rw.failures):
+        # (a report of what a peer sent, gloo's size check, is about the peer, not the reporter)
+        if any(ev.entry in desync_entries and not about_peer(kb, ev) for ev in rw.failures):
             desync.add(rw.rank)
         if rw.fr_kinds & FR_MISMATCH:
             desync.add(rw.rank)

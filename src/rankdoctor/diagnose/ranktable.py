@@ -16,7 +16,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from ..events import Event
-from ..ingest.prefix import progress_of
+from ..ingest.prefix import parse_prefix, progress_of
 from ..kb.loader import KnowledgeBase
 from .attribution import ACTIVITY, FATAL, TAIL, TRACE, WARNED, Attributed
 from .collectives import CollectiveFinding, Report, analyse, collect_reports, minority
@@ -126,6 +126,9 @@ class RankTable:
     # tracebacks cut off in a barrier or a collective that no rank could be given: somebody
     # waited for its peers, who is not known
     unranked_waits: list[Event] = field(default_factory=list)
+    # the exceptions the program logged and got past, by place (every rank went on working, none
+    # died or waited): not failures (``_handled``)
+    handled: dict = field(default_factory=dict)
     # the user (diagnose --hung) or watch (no line for a while) says the job stopped making
     # progress and no line shows a failure: the logs end where it hung, and every rank was
     # waiting (``mark_hung``, called by the engine, which decides whether a failure shows)
@@ -353,12 +356,25 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
         rw.exit = rec
         rw.host = rw.host or rec.host
     sigterm = att.summary.sigterm_pids
+    # a report of what a peer sent that no rank could be given (gloo's size check printed
+    # without a prefix) is the output of the one rank that aborted with no failure line of its own
+    aborted = [rw for rw in rows.values() if not rw.failures and rw.exit is not None and rw.exit.exitcode == -6]
+    unranked_witness = len(aborted) == 1 and _witness_lines(kb, unranked)
     for rw in rows.values():
-        rw.end = _end_of(rw, sigterm, att.summary.sigterm_by_source, _witness_only(kb, rw))
+        witness = _witness_only(kb, rw) or (unranked_witness and rw is aborted[0])
+        rw.end = _end_of(rw, sigterm, att.summary.sigterm_by_source, witness)
     for r in _unlisted(att.summary, expected):
         rw = row(r)
         if rw.end == End.unknown:
             rw.end = End.clean
+
+    # an exception a rank logged and got past: the rank went on working for a while after it
+    # and did not die (log.exception of a retried upload, a skipped record)
+    handled = _handled(rows, unranked)
+    if handled:
+        for rw in rows.values():
+            rw.failures = [f for f in rw.failures if f.where not in handled]
+        unranked = [f for f in unranked if f.where not in handled]
 
     # a rank that timed out itself did not vanish: its peers' "lost" reports are collateral
     timed_out = {r for r, rw in rows.items() if any(e.cap_int("timeout_ms") is not None for e in rw.waits)}
@@ -450,7 +466,55 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
                      in_step_senders_of={r for r, s in sent if r is not None and _common_site(sites, s, r)},
                      odd_waiters=_odd_waiters(sites, expected or set(rows)),
                      stop_signal=any(e.role == "symptom" and e.rank is None and e.entry and _explains_a_stop(kb, e.entry)
-                                     for e in events))
+                                     for e in events),
+                     handled=handled)
+
+
+_TRACEBACK_HEAD = re.compile(r"Traceback \(most recent call last\):")
+_LOG_LEVEL = re.compile(r"\b(?:ERROR|WARNING|WARN|CRITICAL|EXCEPTION|FATAL|E|W)\b")
+
+
+def logged_at(f: Event) -> float | None:
+    """When a program logged the exception ``f`` ends: the time of the log record printed just
+    before its traceback (``log.exception(...)``, ``logger.error(..., exc_info=True)``). An
+    exception Python's own hook prints (uncaught) has no such record: None."""
+    ctx = f.context
+    for i in range(len(ctx) - 1, 0, -1):
+        _, start = parse_prefix(ctx[i])
+        if _TRACEBACK_HEAD.match(ctx[i], start):
+            rec, at = parse_prefix(ctx[i - 1])
+            if rec.ts is not None and _LOG_LEVEL.search(ctx[i - 1], at, at + 40):
+                return rec.ts
+            return None
+    return None
+
+
+def _worked_after(f: Event, logged: float, active: Event | None) -> bool:
+    """The rank's last line of work has a time of its own after the record that logged the
+    exception (a traceback's continuation lines have none), and comes after it in the same file
+    when both are in one."""
+    if active is None or active.ts is None or not same_clock(logged, active.ts):
+        return False
+    if f.source == active.source and active.line <= f.line:
+        return False
+    return active.ts > logged
+
+
+def _handled(rows: dict[int, RankRow], unranked: list[Event]) -> dict[tuple[str, int], Event]:
+    """The lines of Python exceptions that the program logged and got past (their places): a
+    log record printed the traceback, and every rank went on working after that record, none
+    reported waiting for a peer and no launcher record says one died or was stopped. Only with
+    two ranks or more: one process's excerpt does not show whether the job went on."""
+    if len(rows) < 2 or any(rw.end not in (End.clean, End.unknown) or rw.waits for rw in rows.values()):
+        return {}
+    out: dict[tuple[str, int], Event] = {}
+    for f in [f for rw in rows.values() for f in rw.failures] + unranked:
+        if f.role != TRACE or f.signature != "python-exception":
+            continue
+        t = logged_at(f)
+        if t is not None and all(_worked_after(f, t, rw.last_active) for rw in rows.values()):
+            out.setdefault(f.where, f)
+    return out
 
 
 def _unlisted(summary, expected: set[int]) -> set[int]:
@@ -576,6 +640,12 @@ def _witness_only(kb: KnowledgeBase, rw: RankRow) -> bool:
     died of its peer's message, which does not tell which of the two strayed."""
     reports = [f for f in rw.failures if about_peer(kb, f)]
     return bool(reports) and all(same_block(f, reports) for f in rw.failures)
+
+
+def _witness_lines(kb: KnowledgeBase, failures: list[Event]) -> bool:
+    """The failure lines are a report of what a peer sent and the abort block around it."""
+    reports = [f for f in failures if about_peer(kb, f)]
+    return bool(reports) and all(any(e.source == f.source and abs(e.line - f.line) <= 3 for e in reports) for f in failures)
 
 
 def same_block(first: Event, lines: list[Event]) -> bool:

@@ -21,7 +21,8 @@ KNOWN_CAPTURES = {
     "pg_rank",  # rank inside a process group (not the global rank)
     "peer_rank",  # a rank this line accuses (e.g. "Connection closed by localRank 2")
     "peer_local_rank",
-    "host",
+    "host",  # where the line was printed
+    "peer_host",  # a host the line names as its peer or target (the store host it cannot reach)
     "pid",
     "seq",  # collective sequence number
     "op_count",  # NCCL's per-communicator op counter, hexadecimal (NCCL_DEBUG_SUBSYS=COLL)
