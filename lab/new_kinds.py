@@ -165,6 +165,21 @@ A tenth set (``--fresh 15``), written down after the ninth had been learned from
 * ``none-handled``    a healthy run: at LAB_STEP the culprit's metrics upload fails and the
                       error is logged with its traceback (``log.exception``) and skipped; every
                       rank finishes.
+
+An eleventh set (``--fresh 16``), written down after the tenth had been learned from:
+
+* ``dl-worker-segv``  the culprit's DataLoader worker decodes record LAB_STEP*8+3 with a native
+                      routine that dereferences a null pointer: the worker dies of SIGSEGV and
+                      the DataLoader raises in the main process.
+* ``optim-resume-all`` at LAB_STEP every rank resumes its optimizer from a state rank 0 saved with
+                      another optimizer layout (two parameter groups, from an older config):
+                      every rank's load_state_dict refuses (job-wide).
+* ``p2p-tag-mismatch`` at LAB_STEP every rank sends a boundary tensor to the next rank and
+                      receives one from the previous rank (isend/irecv, tag 0); the culprit sends
+                      with tag 7 (a constant changed on one code path), so the next rank's receive
+                      never matches and both sides wait until the timeout.
+* ``none-slow-eval``  a healthy run: at LAB_STEP the culprit evaluates for 3 s (well inside the
+                      10 s timeout) while the others wait in a barrier; every rank finishes.
 """
 
 import ctypes
@@ -204,6 +219,9 @@ class Records(torch.utils.data.Dataset):
         if (FAULT == "dl-worker-exception" and self.rank in lab_culprits(1)
                 and i == lab_int("LAB_STEP", 4) * 8 + 3):
             raise ValueError(f"record {i}: expected 16 features, got 15 (truncated line in shard)")
+        if (FAULT == "dl-worker-segv" and self.rank in lab_culprits(1)
+                and i == lab_int("LAB_STEP", 4) * 8 + 3):
+            ctypes.string_at(0)  # the native decoder's null pointer
         x, y = self.data[i // 8]
         return x[i % 8], y[i % 8]
 
@@ -317,7 +335,7 @@ def main():
             dist.monitored_barrier(timeout=timedelta(seconds=limit))
             log.info("rank %d passed the data barrier", rank)
 
-        if FAULT == "dl-worker-exception":
+        if FAULT in ("dl-worker-exception", "dl-worker-segv"):
             loader = torch.utils.data.DataLoader(Records(rank, STEPS * 8), batch_size=8, num_workers=1)
             stream = iter(loader)
         elif FAULT == "sampler-rank":
@@ -404,6 +422,33 @@ def main():
                     importlib.import_module("wandb")
             if FAULT in ("ckpt-stale", "ckpt-truncated") and step == step_at:
                 _resume(model, rank, world, culprit, step)
+            if FAULT == "optim-resume-all" and step == step_at:
+                path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"),
+                                    f"lab-{os.environ.get('TORCHELASTIC_RUN_ID', 'run')}-optim{step}.pt")
+                if rank == 0:  # the checkpoint of a run whose config split weights and biases
+                    params = list(model.parameters())
+                    old_opt = torch.optim.SGD([{"params": params[::2]}, {"params": params[1::2], "weight_decay": 0.0}], lr=0.05)
+                    torch.save(old_opt.state_dict(), path)
+                dist.barrier()
+                log.info("rank %d resuming the optimizer from %s", rank, path)
+                opt.load_state_dict(torch.load(path))
+            if FAULT == "p2p-tag-mismatch" and step == step_at:
+                boundary = torch.full((4,), float(rank))
+                incoming = torch.empty(4)
+                tag = 7 if culprit else 0
+                sent = dist.isend(boundary, dst=(rank + 1) % world, tag=tag)
+                got = dist.irecv(incoming, src=(rank - 1) % world, tag=0)
+                log.info("rank %d exchanging boundary activations", rank)
+                got.wait()
+                sent.wait()
+                log.info("rank %d got boundary from rank %d", rank, int(incoming[0].item()))
+            if FAULT == "none-slow-eval" and step == step_at:
+                if culprit:
+                    for k in range(1, 7):
+                        time.sleep(0.5)
+                        log.info("rank %d evaluating: batch %d/6", rank, k)
+                dist.barrier()
+                log.info("rank %d passed the evaluation barrier", rank)
             if FAULT == "cpu-alloc-all" and step == step_at:
                 rows = 2 ** 38  # the config's cache_rows, read as a power of two by mistake
                 log.info("rank %d building feature cache (%d rows x 16)", rank, rows)
@@ -541,7 +586,7 @@ def main():
             log.info("rank %d: epoch finished after %d steps, shutting down", rank, step_at)
             dist.destroy_process_group()
             return
-        if FAULT in ("none", "none-noddp", "none-handled"):
+        if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")

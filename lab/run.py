@@ -1032,7 +1032,48 @@ MATRIX_FRESH15: dict = {
                                       "is logged with its traceback and skipped; every rank finishes"),
                      [(4, (1,), 3, True), (3, (0,), 2, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15}
+# An eleventh draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-06 after the
+# tenth (MATRIX_FRESH15) had been measured and learned from, before any of these ran through
+# rankdoctor. One is job-wide, one healthy; in p2p-tag-mismatch the sender strays while the
+# next rank is the one left waiting in its receive (no line names the sender: the pair of the two
+# is an acceptable answer, the receiver alone is not).
+_KINDS.update({
+    "dl-worker-segv": ("dl-worker-segv", "peer-rank-crashed", "dataloader-worker-crashed",
+                       "has a DataLoader worker that dies of SIGSEGV at record {s}*8+3 (a native decoder's null "
+                       "pointer); the DataLoader raises in the main process", {},
+                       [r"DataLoader worker \(pid \d+\) is killed by signal: Segmentation fault"]),
+    "p2p-tag-mismatch": ("p2p-tag-mismatch", "collective-desync", "p2p-send-recv-mismatch",
+                         "sends its boundary tensor to the next rank with tag 7 at step {s} where the next rank "
+                         "receives with tag 0; the receive never matches and both sides wait until the timeout", {},
+                         [r"rank {c} exchanging boundary activations"]),
+})
+
+
+def _mx_pair(fault):
+    """_mx_kind, with the culprit and the rank after it accepted as a pair (the stray sender
+    and the receiver it left waiting)."""
+    base = _mx_kind(fault)
+
+    def make(w, cs, s):
+        spec = base(w, cs, s)
+        spec["also_ranks"] = [sorted({cs[0], (cs[0] + 1) % w})]
+        return spec
+    return make
+
+
+MATRIX_FRESH16: dict = {
+    "dl-worker-segv": (_mx_kind("dl-worker-segv"), [(4, (2,), 3, True), (3, (0,), 2, False)]),
+    "optim-resume-all": (_mx_jobwide("optim-resume-all", "checkpoint-error", "optimizer-state-resume-mismatch",
+                                     "resume the optimizer at step {s} from a state saved with two parameter groups "
+                                     "(an older config) into one group: every rank's load_state_dict refuses",
+                                     [r"loaded state dict has a different number of parameter groups"]),
+                         [(4, (), 3, True), (3, (), 2, False)]),
+    "p2p-tag-mismatch": (_mx_pair("p2p-tag-mismatch"), [(4, (1,), 3, True), (3, (2,), 2, False)]),
+    "none-slow-eval": (_mx_healthy_step("none-slow-eval", "at step {s} rank {c} evaluates for 3 s while the "
+                                        "others wait in a barrier (10 s timeout); every rank finishes"),
+                       [(4, (0,), 3, True), (3, (1,), 2, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
