@@ -563,14 +563,23 @@ def _common_site(sites: dict[int, str], sender: int, reporter: int) -> bool:
 
 
 def _odd_waiters(sites: dict[int, str], expected: set[int]) -> set[int]:
-    """The rank that gave up waiting at a line of user code where no other rank waited, when
-    every rank of the job (three at least) shows where it waited and all the others waited at
-    one same line. Only with every rank's site: in a job with several process groups, ranks
-    wait in different groups' collectives at different lines, and a few ranks' sites say
-    nothing about the rest."""
+    """The ranks that gave up waiting at lines of user code where no other rank waited, when
+    every rank of the job (three at least) shows where it waited, one line is where the rest
+    waited together (the only line more than one rank waited at), and they are no more than
+    the ranks at that line: one rank in another collective, or the two sides of a send and
+    receive that never matched while the others waited in the next collective. Only with every
+    rank's site: in a job with several process groups, ranks wait in different groups'
+    collectives at different lines, and a few ranks' sites say nothing about the rest."""
     if len(expected) < 3 or not expected <= set(sites):
         return set()
-    return {r for r in sites if _odd_site(sites, r)}
+    counts: dict[str, int] = {}
+    for site in sites.values():
+        counts[site] = counts.get(site, 0) + 1
+    shared = [site for site, n in counts.items() if n >= 2]
+    if len(shared) != 1:
+        return set()
+    odd = {r for r, site in sites.items() if site != shared[0]}
+    return odd if len(odd) <= counts[shared[0]] else set()
 
 
 def _odd_site(sites: dict[int, str], rank: int) -> bool:
