@@ -180,6 +180,16 @@ An eleventh set (``--fresh 16``), written down after the tenth had been learned 
                       never matches and both sides wait until the timeout.
 * ``none-slow-eval``  a healthy run: at LAB_STEP the culprit evaluates for 3 s (well inside the
                       10 s timeout) while the others wait in a barrier; every rank finishes.
+
+A twelfth set (``--fresh 17``), written down after the eleventh had been learned from:
+
+* ``backward-twice``  at LAB_STEP the culprit runs a second backward through the same graph (a
+                      debug gradient-norm probe added on one code path): autograd refuses.
+* ``comm-hook-exception`` every rank registers a DDP communication hook (a gradient compression
+                      hook); at LAB_STEP the culprit's hook raises on a bucket it cannot compress.
+* ``exit-zero-quiet`` at LAB_STEP the culprit's stop condition, computed from its own shard's
+                      length, ends the process with ``sys.exit(0)``: no message, exit code 0, while
+                      its peers wait in the next gradient all_reduce.
 """
 
 import ctypes
@@ -322,6 +332,18 @@ def main():
             for p in next(inner.children()).parameters():
                 p.requires_grad_(False)
         model = DDP(inner)
+        if FAULT == "comm-hook-exception":
+            from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+            def compress_hook(state, bucket):
+                if culprit_of_hook and hook_steps[0] == lab_int("LAB_STEP", 4):
+                    raise ValueError(f"compression hook: bucket {bucket.index()} has {bucket.buffer().numel()} "
+                                     "elements, not a multiple of the block size 64")
+                return default_hooks.allreduce_hook(state, bucket)
+
+            culprit_of_hook = int(os.environ.get("RANK", "0")) in lab_culprits(1)
+            hook_steps = [0]
+            model.register_comm_hook(None, compress_hook)
     loss_fn = _compiled_loss() if FAULT == "compile-fullgraph" else None
     everyone = dist.new_group(list(range(world))) if FAULT == "subgroup-barrier" else None
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
@@ -422,6 +444,16 @@ def main():
                     importlib.import_module("wandb")
             if FAULT in ("ckpt-stale", "ckpt-truncated") and step == step_at:
                 _resume(model, rank, world, culprit, step)
+            if FAULT == "comm-hook-exception":
+                hook_steps[0] = step
+            if FAULT == "backward-twice" and culprit and step == step_at:
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                log.info("rank %d probing the gradient norm", rank)
+                loss.backward()  # the probe's second backward through the same graph
+            if FAULT == "exit-zero-quiet" and culprit and step == step_at:
+                sys.exit(0)  # "max steps of this shard reached"
             if FAULT == "optim-resume-all" and step == step_at:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"),
                                     f"lab-{os.environ.get('TORCHELASTIC_RUN_ID', 'run')}-optim{step}.pt")

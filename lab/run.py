@@ -1073,7 +1073,28 @@ MATRIX_FRESH16: dict = {
                                         "others wait in a barrier (10 s timeout); every rank finishes"),
                        [(4, (0,), 3, True), (3, (1,), 2, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16}
+# A twelfth draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-06 after the
+# eleventh (MATRIX_FRESH16) had been measured and learned from, before any of these ran through
+# rankdoctor.
+_KINDS.update({
+    "backward-twice": ("backward-twice", "peer-rank-crashed", "python-exception-in-one-rank",
+                       "runs a second backward through the same graph at step {s} (a gradient-norm probe on one "
+                       "code path)", {}, [r"Trying to backward through the graph a second time"]),
+    "comm-hook-exception": ("comm-hook-exception", "peer-rank-crashed", "python-exception-in-one-rank",
+                            "raises in its DDP communication hook (gradient compression) at step {s}", {},
+                            [r"compression hook: bucket \d+ has \d+ elements"]),
+    "exit-zero-quiet": ("exit-zero-quiet", "collective-desync", "uneven-inputs-early-exit",
+                        "ends its process with sys.exit(0) at step {s} (a stop condition computed from its own "
+                        "shard), with no message, while the others wait in the next gradient all_reduce", {},
+                        [r"rank {c} step {s_1} loss"]),
+})
+
+MATRIX_FRESH17: dict = {
+    "backward-twice": (_mx_kind("backward-twice"), [(4, (3,), 2, True), (3, (1,), 3, False)]),
+    "comm-hook-exception": (_mx_kind("comm-hook-exception"), [(4, (0,), 3, True), (3, (2,), 2, False)]),
+    "exit-zero-quiet": (_mx_kind("exit-zero-quiet"), [(4, (2,), 3, True), (3, (1,), 4, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
