@@ -451,6 +451,13 @@ def _analyze_pg(pg: str, group: _Group, job: _Job, report: FRReport) -> None:
             # same shape, different line: one rank is running a different collective that
             # happens to look the same (an extra or a skipped one)
             culprits = _minority(sites)
+            last = {r: int(group.tracks[r].seqs[-1]) for r in per}
+            if all(last[r] == seq for r in culprits) and all(last[r] > seq for r in per if r not in culprits):
+                # ... unless the odd rank stopped right there while the others went on past it:
+                # the op completed (nobody moves on before every rank joined it), so it was the
+                # same collective reached from another line, and the rank then stopped (its own
+                # failure, which the logs show)
+                continue
             counts = {r: len(group.tracks[r].seqs) for r in per}
             detail = (
                 f"at seq {seq} every rank runs {per[min(per)].name} with the same shape, but from different lines: "
