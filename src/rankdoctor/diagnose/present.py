@@ -17,7 +17,7 @@ from .common import MAX_EVIDENCE, PREFIX_MASK, event_key, fingerprint
 from .features import FEATURES, MIN_GAP, left_early, primary_failure
 from .hypotheses import Kind
 from .model import Evidence, Finding, Step
-from .ranktable import End, about_peer, is_cut_wait, same_block
+from .ranktable import End, is_cut_wait, peer_report
 from .traceback import user_call_site
 
 if TYPE_CHECKING:
@@ -173,16 +173,6 @@ def _who(ranks: tuple[int, ...], table) -> str:
     return f"ranks {compress_ranks(ranks)}"
 
 
-def _peer_report(w: "Weighing", ranks: tuple[int, ...]) -> Event | None:
-    """The one rank's report of what a peer sent, when that report (and the abort block around
-    it) is all the rank failed of."""
-    if len(ranks) != 1 or w.cx is None:
-        return None
-    failures = w.table.row(ranks[0]).failures
-    reports = [e for e in failures if about_peer(w.cx.kb, e)]
-    return reports[0] if reports and all(same_block(e, reports) for e in failures) else None
-
-
 def _root_cause(a: "Answer", w: "Weighing", collateral: list[int]) -> str:
     h = a.best.hyp
     table = w.table
@@ -202,7 +192,8 @@ def _root_cause(a: "Answer", w: "Weighing", collateral: list[int]) -> str:
                      "collective or while setting it up.")
     elif table.hung and h.kind != Kind.straggler:
         pass  # the sentences below describe failure or wait lines, and a stated hang has none
-    elif h.kind in (Kind.own, Kind.generic) and (report := _peer_report(w, ranks)) is not None:
+    elif (h.kind in (Kind.own, Kind.generic) and len(ranks) == 1 and w.cx is not None
+          and (report := peer_report(w.cx.kb, table.row(ranks[0]).failures)) is not None):
         # its failure is its report of what a peer sent (gloo's size check, and the abort around
         # it), which either side of a mismatch can make: what reached the rank, not that it strayed
         parts.append(f"{Who} reported the mismatch: “{_quote(report)}”. It reports what a peer sent; either side of a "

@@ -359,9 +359,11 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
     # a report of what a peer sent that no rank could be given (gloo's size check printed
     # without a prefix) is the output of the one rank that aborted with no failure line of its own
     aborted = [rw for rw in rows.values() if not rw.failures and rw.exit is not None and rw.exit.exitcode == -6]
-    unranked_witness = len(aborted) == 1 and _witness_lines(kb, unranked)
+    unranked_witness = len(aborted) == 1 and peer_report(kb, unranked) is not None
     for rw in rows.values():
-        witness = _witness_only(kb, rw) or (unranked_witness and rw is aborted[0])
+        # its failure lines are only its report of what a peer sent: it died of the peer's
+        # message, which does not tell which of the two strayed
+        witness = peer_report(kb, rw.failures) is not None or (unranked_witness and rw is aborted[0])
         rw.end = _end_of(rw, sigterm, att.summary.sigterm_by_source, witness)
     for r in _unlisted(att.summary, expected):
         rw = row(r)
@@ -643,18 +645,12 @@ def _order_key(e: Event) -> tuple:
     return (e.ts if e.ts is not None else math.inf, e.source, e.line)
 
 
-def _witness_only(kb: KnowledgeBase, rw: RankRow) -> bool:
-    """Every failure line of the rank is its report of what a peer sent (a signature with
-    ``reports_peer``: gloo's size check) or the abort block around that report: the rank
-    died of its peer's message, which does not tell which of the two strayed."""
-    reports = [f for f in rw.failures if about_peer(kb, f)]
-    return bool(reports) and all(same_block(f, reports) for f in rw.failures)
-
-
-def _witness_lines(kb: KnowledgeBase, failures: list[Event]) -> bool:
-    """The failure lines are a report of what a peer sent and the abort block around it."""
+def peer_report(kb: KnowledgeBase, failures: list[Event]) -> Event | None:
+    """The report of what a peer sent (a signature with ``reports_peer``: gloo's size check),
+    when it and the abort block around it are all of ``failures`` (one rank's, or those no rank
+    could be given): those lines say what reached the process, not that it strayed."""
     reports = [f for f in failures if about_peer(kb, f)]
-    return bool(reports) and all(any(e.source == f.source and abs(e.line - f.line) <= 3 for e in reports) for f in failures)
+    return reports[0] if reports and all(same_block(f, reports) for f in failures) else None
 
 
 def same_block(first: Event, lines: list[Event]) -> bool:
