@@ -190,8 +190,26 @@ A twelfth set (``--fresh 17``), written down after the eleventh had been learned
 * ``exit-zero-quiet`` at LAB_STEP the culprit's stop condition, computed from its own shard's
                       length, ends the process with ``sys.exit(0)``: no message, exit code 0, while
                       its peers wait in the next gradient all_reduce.
+
+A thirteenth set (``--fresh 18``), written down after the twelfth had been learned from:
+
+* ``weights-only-all`` at LAB_STEP rank 0 saves a checkpoint that also holds the run's
+                      ``argparse.Namespace``; every rank resumes from it with ``torch.load``'s
+                      default ``weights_only=True``, which refuses the Namespace (job-wide).
+* ``nccl-unavailable-all`` every rank asks ``init_process_group`` for the nccl backend on a
+                      CPU-only build of torch (the launch config of a GPU cluster run on the
+                      wrong image): no rank starts (job-wide).
+* ``nonfinite-clip``  at LAB_STEP the culprit's batch carries an inf feature: its loss is inf, the
+                      gradient all_reduce spreads the non-finite values to every rank, and every
+                      rank's ``clip_grad_norm_(error_if_nonfinite=True)`` raises.
+* ``shard-missing``   at LAB_STEP the culprit opens the next data shard of its own, which was never
+                      written (FileNotFoundError) while its peers go on to the next all_reduce.
+* ``none-recompile-limit`` a healthy run: every rank's compiled metric sees a new batch length at
+                      each step, dynamo hits its recompile limit (4) and runs the rest eagerly,
+                      with its warnings; every rank finishes.
 """
 
+import argparse
 import ctypes
 import os
 import pickle
@@ -319,6 +337,9 @@ def main():
         print(f"launch script: MASTER_ADDR={os.environ['MASTER_ADDR']} MASTER_PORT={os.environ['MASTER_PORT']}", flush=True)
     if FAULT == "anomaly-nan":
         torch.autograd.set_detect_anomaly(True)
+    if FAULT == "nccl-unavailable-all":
+        print(f"rank {os.environ.get('RANK')}: backend=nccl (launch config gpu-cluster.yaml)", flush=True)
+        dist.init_process_group("nccl", timeout=timedelta(seconds=float(os.environ.get("LAB_PG_TIMEOUT", "15"))))
     rank, world = setup()
     culprit = rank in lab_culprits(1)
     step_at = lab_int("LAB_STEP", 4)
@@ -345,6 +366,14 @@ def main():
             hook_steps = [0]
             model.register_comm_hook(None, compress_hook)
     loss_fn = _compiled_loss() if FAULT == "compile-fullgraph" else None
+    if FAULT == "none-recompile-limit":
+        import torch._dynamo as dynamo
+        dynamo.config.recompile_limit = 4
+        dynamo.config.automatic_dynamic_shapes = False
+
+        @torch.compile(backend="eager")
+        def batch_metric(pred):
+            return pred.abs().mean(dim=0).sum()
     everyone = dist.new_group(list(range(world))) if FAULT == "subgroup-barrier" else None
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     try:
@@ -438,6 +467,15 @@ def main():
                         raise ConnectionError("metrics endpoint http://metrics.internal:9091 refused the connection")
                     except ConnectionError:
                         log.exception("rank %d: metrics upload failed at step %d, skipping it", rank, step)
+                elif FAULT == "nonfinite-clip":
+                    x = x.clone()
+                    x[3, 5] = float("inf")  # a corrupt feature in this rank's batch
+                elif FAULT == "shard-missing":
+                    shard = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), "shards",
+                                         f"train-{rank * 100 + step:05d}-of-{world * 100:05d}.bin")
+                    log.info("rank %d opening data shard %s", rank, shard)
+                    with open(shard, "rb") as f:
+                        f.read(64)
                 elif FAULT == "import-missing":
                     log.info("rank %d starting the experiment tracker", rank)
                     import importlib
@@ -481,6 +519,28 @@ def main():
                         log.info("rank %d evaluating: batch %d/6", rank, k)
                 dist.barrier()
                 log.info("rank %d passed the evaluation barrier", rank)
+            if FAULT == "weights-only-all" and step == step_at:
+                path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"),
+                                    f"lab-{os.environ.get('TORCHELASTIC_RUN_ID', 'run')}-step{step}.pt")
+                if rank == 0:  # the trainer's checkpoint: weights plus the run's arguments
+                    args = argparse.Namespace(lr=0.05, steps=STEPS, world=world)
+                    torch.save({"model": model.module.state_dict(), "args": args, "step": step}, path)
+                dist.barrier()
+                log.info("rank %d resuming from %s", rank, path)
+                model.module.load_state_dict(torch.load(path)["model"])
+            if FAULT == "nonfinite-clip":
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                log.info("rank %d step %d loss %.4f", rank, step, loss.item())
+                opt.zero_grad()
+                loss.backward()
+                norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)
+                opt.step()
+                log.info("rank %d step %d grad norm %.4f", rank, step, norm.item())
+                time.sleep(0.1)
+                continue
+            if FAULT == "none-recompile-limit":
+                rows = 8 - step % 6  # the batch's valid rows: a new length at each step
+                log.info("rank %d step %d metric %.4f", rank, step, batch_metric(model(x[:rows]).detach()).item())
             if FAULT == "cpu-alloc-all" and step == step_at:
                 rows = 2 ** 38  # the config's cache_rows, read as a power of two by mistake
                 log.info("rank %d building feature cache (%d rows x 16)", rank, rows)
@@ -618,7 +678,7 @@ def main():
             log.info("rank %d: epoch finished after %d steps, shutting down", rank, step_at)
             dist.destroy_process_group()
             return
-        if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval"):
+        if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")

@@ -1094,7 +1094,39 @@ MATRIX_FRESH17: dict = {
     "comm-hook-exception": (_mx_kind("comm-hook-exception"), [(4, (0,), 3, True), (3, (2,), 2, False)]),
     "exit-zero-quiet": (_mx_kind("exit-zero-quiet"), [(4, (2,), 3, True), (3, (1,), 4, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17}
+# A thirteenth draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-06 after the
+# twelfth (MATRIX_FRESH17) had been measured and learned from, before any of these ran through
+# rankdoctor. Two are job-wide, one healthy; in nonfinite-clip every rank raises, but only the
+# culprit's loss is inf before the gradient all_reduce spreads it.
+_KINDS.update({
+    "nonfinite-clip": ("nonfinite-clip", "nan-divergence", "clip-grad-norm-nonfinite",
+                       "gets a batch with an inf feature at step {s}: its loss is inf, the gradient all_reduce "
+                       "spreads the non-finite values and every rank's clip_grad_norm_(error_if_nonfinite=True) "
+                       "raises", {}, [r"rank {c} step {s} loss inf"]),
+    "shard-missing": ("shard-missing", "peer-rank-crashed", "python-exception-in-one-rank",
+                      "opens a data shard of its own at step {s} that was never written (FileNotFoundError) "
+                      "while the others go on to the next gradient all_reduce", {},
+                      [r"rank {c} opening data shard"]),
+})
+
+MATRIX_FRESH18: dict = {
+    "weights-only-all": (_mx_jobwide("weights-only-all", "checkpoint-error", "torch-load-weights-only-rejected",
+                                     "resume at step {s} from a checkpoint that also holds the run's argparse.Namespace; "
+                                     "torch.load's default weights_only=True refuses it on every rank",
+                                     [r"Unsupported global: GLOBAL argparse\.Namespace"]),
+                         [(4, (), 3, True), (3, (), 2, False)]),
+    "nccl-unavailable-all": (_mx_jobwide("nccl-unavailable-all", "nccl-cuda-version", "nccl-backend-unavailable",
+                                         "ask init_process_group for the nccl backend on a CPU-only build of torch",
+                                         [r"Distributed package doesn't have NCCL built in"]),
+                             [(3, (), 0, True), (2, (), 0, False)]),
+    "nonfinite-clip": (_mx_kind("nonfinite-clip"), [(4, (2,), 3, True), (3, (0,), 2, False)]),
+    "shard-missing": (_mx_kind("shard-missing"), [(4, (1,), 3, True), (3, (2,), 4, False)]),
+    "none-recompile-limit": (_mx_healthy_step("none-recompile-limit", "every rank's compiled metric sees a new "
+                                              "batch length at each step; dynamo hits its recompile limit (4) and "
+                                              "runs the rest eagerly, with its warnings; every rank finishes"),
+                             [(4, (0,), 0, True), (2, (0,), 0, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
