@@ -1102,7 +1102,7 @@ _KINDS.update({
     "nonfinite-clip": ("nonfinite-clip", "nan-divergence", "clip-grad-norm-nonfinite",
                        "gets a batch with an inf feature at step {s}: its loss is inf, the gradient all_reduce "
                        "spreads the non-finite values and every rank's clip_grad_norm_(error_if_nonfinite=True) "
-                       "raises", {}, [r"rank {c} step {s} loss inf"]),
+                       "raises", {}, [r"rank {c} step {s} loss (?:inf|nan)"]),
     "shard-missing": ("shard-missing", "peer-rank-crashed", "python-exception-in-one-rank",
                       "opens a data shard of its own at step {s} that was never written (FileNotFoundError) "
                       "while the others go on to the next gradient all_reduce", {},
