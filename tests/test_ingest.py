@@ -353,7 +353,7 @@ def test_global_rank_prefix_names_the_printer_of_a_group_local_report(kb):
 
 def test_torchelastic_error_files_alone_name_the_rank_that_raised(tmp_path):
     """torchrun's error.json (``@record``, TORCHELASTIC_ERROR_FILE) is a one-line JSON document:
-    its message and traceback are read as that rank's lines, stamped with its timestamp, so the
+    its message and traceback are read as that rank's lines, stamped at the end of its timestamp's second, so the
     error files of a run whose console was lost still show which rank raised first."""
     import shutil
 
@@ -367,7 +367,7 @@ def test_torchelastic_error_files_alone_name_the_rank_that_raised(tmp_path):
         shutil.copy(f, dest)
     raw = (tmp_path / next(run.glob("*")).name / "attempt_0" / "5" / "error.json").read_bytes()
     assert sources_mod.torchelastic_error(raw).splitlines()[-1] == (
-        b"2026-12-02 08:26:59 json.decoder.JSONDecodeError: Expecting ',' delimiter: line 1 column 30 (char 29)")
+        b"2026-12-02 08:26:59.999 json.decoder.JSONDecodeError: Expecting ',' delimiter: line 1 column 30 (char 29)")
     assert sources_mod.torchelastic_error(b'{"not": "an error file"}') is None
     # a hostile one: nested past the parser's recursion limit, read as plain text instead
     assert sources_mod.torchelastic_error(b'{"message": ' + b"[" * 100_000 + b"]" * 100_000 + b"}") is None

@@ -20,9 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..events import ScanResult
+from ..events import Event, ScanResult
+from ..ingest.prefix import parse_prefix
 from ..kb.loader import KnowledgeBase
 from .attribution import Attributed, attribute
+from .collectives import ranks_phrase
 from .common import fingerprint
 from .features import Context, context, featurize
 from .frcandidates import fr_events
@@ -179,9 +181,7 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, 
     seen = sorted(w.att.seen)
     count = w.att.world_size or (max(seen) + 1 if seen else 0)
     warnings += ras_notes(w.att.ras, w.failed)
-    for (source, line), ev in sorted(w.table.handled.items()):
-        warnings.append(f"{source}:{line}: an exception the program logged and got past (\"{ev.text.strip()[:120]}\"): "
-                        "every rank went on working after it and none died or waited, so it is not read as a failure")
+    warnings += handled_notes(w.table.handled)
     if w.restarted is not None:
         warnings.append(restarts.note(w.restarted))
     if not w.failed:
@@ -190,6 +190,26 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, 
     findings = [to_finding(kb, a, w, weights) for a in ranked[:MAX_FINDINGS]]
     verdict = "diagnosed" if ranked and ranked[0].confidence >= weights.threshold and claimable(ranked[0], w) else "inconclusive"
     return Diagnosis(verdict, findings, count, seen, inputs, warnings, table=w.table, weighing=w)
+
+
+def handled_notes(handled: dict[tuple[str, int], Event]) -> list[str]:
+    """One note per failure the program got past (a logged exception, a warning), at its first
+    place, with how many more lines (copies in other files, other ranks) say the same."""
+    groups: dict[tuple, list[tuple[tuple[str, int], Event]]] = {}
+    for where, ev in sorted(handled.items()):
+        _, at = parse_prefix(ev.text)
+        groups.setdefault((ev.entry or ev.signature, ev.text[at:].strip()[:120]), []).append((where, ev))
+    notes = []
+    for (what, message), places in groups.items():
+        (source, line), ev = places[0]
+        ranks = sorted({e.rank for _, e in places if e.rank is not None})
+        more = (f", and {len(places) - 1} more line(s) like it" if len(places) > 1 else "") + \
+            (f" ({ranks_phrase(ranks)})" if ranks else "")
+        kind = ("an exception the program logged and got past" if ev.signature == "python-exception"
+                else f"a warning the program went on from ({what})")
+        notes.append(f"{source}:{line}: {kind}: \"{message}\"{more}: every rank went on working after it and none "
+                     "died or waited, so it is not read as a failure")
+    return notes
 
 
 def claimable(a: Answer, w: Weighing) -> bool:

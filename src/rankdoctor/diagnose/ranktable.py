@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import datetime
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -370,9 +371,10 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
         if rw.end == End.unknown:
             rw.end = End.clean
 
-    # an exception a rank logged and got past: the rank went on working for a while after it
-    # and did not die (log.exception of a retried upload, a skipped record)
-    handled = _handled(rows, unranked)
+    # an exception a rank logged and got past, or a warning it printed and went on from: the
+    # rank went on working for a while after it and did not die (log.exception of a retried
+    # upload, a skipped record, dynamo falling back to eager at its recompile limit)
+    handled = _handled(kb, rows, unranked)
     if handled:
         for rw in rows.values():
             rw.failures = [f for f in rw.failures if f.where not in handled]
@@ -495,28 +497,68 @@ def _worked_after(f: Event, logged: float, active: Event | None) -> bool:
     """The rank's last line of work has a time of its own after the record that logged the
     exception (a traceback's continuation lines have none), and comes after it in the same file
     when both are in one."""
-    if active is None or active.ts is None or not same_clock(logged, active.ts):
+    if active is None or active.ts is None:
         return False
     if f.source == active.source and active.line <= f.line:
         return False
-    return active.ts > logged
+    later = on_one_clock(logged, active.ts)
+    return later is not None and later[1] > later[0]
 
 
-def _handled(rows: dict[int, RankRow], unranked: list[Event]) -> dict[tuple[str, int], Event]:
-    """The lines of Python exceptions that the program logged and got past (their places): a
-    log record printed the traceback, and every rank went on working after that record, none
-    reported waiting for a peer and no launcher record says one died or was stopped. Only with
-    two ranks or more: one process's excerpt does not show whether the job went on."""
+def on_one_clock(x: float, y: float) -> tuple[float, float] | None:
+    """Two times on one clock: as they are, or a dated one read without its year beside
+    glog's year-less stamp (both are the host's local time: torch's C++ warnings and Python's
+    logging records of one process). None when the date has no year-less reading (Feb 29)."""
+    if same_clock(x, y):
+        return x, y
+
+    def yearless(t: float) -> float | None:
+        if t < 1e9:
+            return t
+        try:
+            d = datetime.fromtimestamp(t)
+            return (d.replace(year=1970) - datetime(1970, 1, 1)).total_seconds()
+        except (ValueError, OverflowError, OSError):
+            return None
+
+    a, b = yearless(x), yearless(y)
+    return None if a is None or b is None else (a, b)
+
+
+def _handled(kb: KnowledgeBase, rows: dict[int, RankRow], unranked: list[Event]) -> dict[tuple[str, int], Event]:
+    """The lines of failures the program got past (their places): a Python exception a log
+    record printed the traceback of, or a warning record (a failure line printed at warning
+    level: the program said it carries on) that no entry of numeric divergence reads (a NaN
+    loss is a failure however long the run goes on). Every rank went on working after that
+    record, none reported waiting for a peer and no launcher record says one died or was
+    stopped. Only with two ranks or more: one process's excerpt does not show whether the
+    job went on."""
     if len(rows) < 2 or any(rw.end not in (End.clean, End.unknown) or rw.waits for rw in rows.values()):
         return {}
     out: dict[tuple[str, int], Event] = {}
     for f in [f for rw in rows.values() for f in rw.failures] + unranked:
-        if f.role != TRACE or f.signature != "python-exception":
+        if f.role == TRACE and f.signature == "python-exception":
+            t = logged_at(f)
+        elif f.role == "cause" and f.entry and kb.get(f.entry).class_ != "nan-divergence" and warning_record(f.text):
+            t = f.ts
+        else:
             continue
-        t = logged_at(f)
         if t is not None and all(_worked_after(f, t, rw.last_active) for rw in rows.values()):
             out.setdefault(f.where, f)
     return out
+
+
+_WARNING_LEVEL = re.compile(r"\[?(?:WARNING|WARN)\]?(?=[\s:|\]-])|NCCL WARN\b|\[W [\w.]+:\d+\]")
+_PY_WARNING = re.compile(r"\S+:\d+: [A-Z]\w*Warning: ")
+
+
+def warning_record(text: str) -> bool:
+    """The line is a record printed at warning level: glog's ``W1206 17:25:37...`` prefix (or
+    its old ``[W file.cpp:12]`` tag), a logging record whose level is WARNING, NCCL's ``NCCL
+    WARN``, or Python's ``warnings`` (``file.py:12: UserWarning: ...``)."""
+    rec, at = parse_prefix(text)
+    return (rec.extra.get("level") == "W" or _WARNING_LEVEL.search(text, at, at + 48) is not None
+            or _PY_WARNING.match(text, at) is not None)
 
 
 def _unlisted(summary, expected: set[int]) -> set[int]:

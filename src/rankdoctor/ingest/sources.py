@@ -639,7 +639,10 @@ def torchelastic_error(data: bytes) -> bytes | None:
     """A torchelastic error file (``TORCHELASTIC_ERROR_FILE``, torchrun's ``error.json``) as
     the lines a log would hold: the exception and its traceback, each line stamped with the
     file's timestamp (UTC), so the scan reads it as that rank's own failure at its time.
-    None when ``data`` is not one."""
+    The file keeps whole seconds and is written as the exception leaves the program, after
+    everything the rank printed in that second: its lines are stamped at the end of that
+    second (``.999``), so a line the rank printed earlier in the second is not taken for
+    later than its own exception. None when ``data`` is not one."""
     if not data.lstrip()[:1] == b"{" or b'"message"' not in data[:200]:
         return None
     from .dumpfile import Unusable, loads_json
@@ -655,7 +658,7 @@ def torchelastic_error(data: bytes) -> bytes | None:
     stack = extra.get("py_callstack") if isinstance(extra.get("py_callstack"), str) else ""
     stamp = ""
     try:
-        stamp = datetime.fromtimestamp(int(extra.get("timestamp")), timezone.utc).strftime("%Y-%m-%d %H:%M:%S ")
+        stamp = datetime.fromtimestamp(int(extra.get("timestamp")), timezone.utc).strftime("%Y-%m-%d %H:%M:%S.999 ")
     except (TypeError, ValueError, OverflowError, OSError):
         pass
     lines = stack.splitlines() or [msg["message"]]
