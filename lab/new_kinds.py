@@ -207,6 +207,19 @@ A thirteenth set (``--fresh 18``), written down after the twelfth had been learn
 * ``none-recompile-limit`` a healthy run: every rank's compiled metric sees a new batch length at
                       each step, dynamo hits its recompile limit (4) and runs the rest eagerly,
                       with its warnings; every rank finishes.
+
+A fourteenth set (``--fresh 19``), written down after the thirteenth had been learned from:
+
+* ``mkdir-race-all``  at LAB_STEP every rank creates the checkpoint folder with ``os.makedirs``
+                      and no ``exist_ok``: the first rank to get there wins, every other rank
+                      raises FileExistsError (job-wide; which rank wins is a race).
+* ``dl-timeout``      the culprit's DataLoader (one worker, ``timeout=2``) waits on a record
+                      that takes 6 s to read (LAB_STEP*8+3, a slow network read): the DataLoader
+                      raises its timeout while the peers wait in the next all_reduce.
+* ``unicode-shard``   at LAB_STEP the culprit reads a text shard with a byte that is not UTF-8.
+* ``none-join-uneven`` a healthy run with uneven inputs: the culprit has only LAB_STEP batches and
+                      every rank trains inside DDP's ``join()`` context, which shadows the
+                      missing all_reduces; every rank finishes.
 """
 
 import argparse
@@ -247,6 +260,9 @@ class Records(torch.utils.data.Dataset):
         if (FAULT == "dl-worker-exception" and self.rank in lab_culprits(1)
                 and i == lab_int("LAB_STEP", 4) * 8 + 3):
             raise ValueError(f"record {i}: expected 16 features, got 15 (truncated line in shard)")
+        if (FAULT == "dl-timeout" and self.rank in lab_culprits(1)
+                and i == lab_int("LAB_STEP", 4) * 8 + 3):
+            time.sleep(6)  # a record whose read from the network store stalls
         if (FAULT == "dl-worker-segv" and self.rank in lab_culprits(1)
                 and i == lab_int("LAB_STEP", 4) * 8 + 3):
             ctypes.string_at(0)  # the native decoder's null pointer
@@ -389,6 +405,18 @@ def main():
         if FAULT in ("dl-worker-exception", "dl-worker-segv"):
             loader = torch.utils.data.DataLoader(Records(rank, STEPS * 8), batch_size=8, num_workers=1)
             stream = iter(loader)
+        elif FAULT == "dl-timeout":
+            loader = torch.utils.data.DataLoader(Records(rank, STEPS * 8), batch_size=8, num_workers=1, timeout=2)
+            stream = iter(loader)
+        elif FAULT == "none-join-uneven":
+            n = step_at if culprit else STEPS
+            with model.join():  # DDP's uneven-inputs support: shadow all_reduces for ranks that are done
+                for step, (x, y) in enumerate(batches(rank, n)):
+                    loss = train_step(model, opt, x, y)
+                    log.info("rank %d step %d loss %.4f", rank, step, loss.item())
+                    time.sleep(0.1)
+                log.info("rank %d: shard finished after %d steps, waiting for the others in join()", rank, n)
+            stream = iter(())
         elif FAULT == "sampler-rank":
             data = Records(rank, STEPS * 8)
             sampler = torch.utils.data.distributed.DistributedSampler(data, num_replicas=world, rank=rank + 1)
@@ -470,6 +498,13 @@ def main():
                 elif FAULT == "nonfinite-clip":
                     x = x.clone()
                     x[3, 5] = float("inf")  # a corrupt feature in this rank's batch
+                elif FAULT == "unicode-shard":
+                    shard = os.path.join(tempfile.mkdtemp(prefix=f"lab-text-r{rank}-"), f"captions-{step:05d}.txt")
+                    with open(shard, "wb") as f:
+                        f.write("a photo of a café\n".encode("latin-1"))  # written by a tool that used latin-1
+                    log.info("rank %d reading text shard %s", rank, shard)
+                    with open(shard, encoding="utf-8") as f:
+                        f.read()
                 elif FAULT == "shard-missing":
                     shard = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), "shards",
                                          f"train-{rank * 100 + step:05d}-of-{world * 100:05d}.bin")
@@ -519,6 +554,12 @@ def main():
                         log.info("rank %d evaluating: batch %d/6", rank, k)
                 dist.barrier()
                 log.info("rank %d passed the evaluation barrier", rank)
+            if FAULT == "mkdir-race-all" and step == step_at:
+                folder = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"),
+                                      f"lab-{os.environ.get('TORCHELASTIC_RUN_ID', 'run')}-{os.environ.get('MASTER_PORT')}-ckpt-step{step}")
+                log.info("rank %d saving its shard to %s", rank, folder)
+                os.makedirs(folder)  # no exist_ok: every rank runs this line
+                torch.save(model.module.state_dict(), os.path.join(folder, f"rank{rank}.pt"))
             if FAULT == "weights-only-all" and step == step_at:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"),
                                     f"lab-{os.environ.get('TORCHELASTIC_RUN_ID', 'run')}-step{step}.pt")
@@ -678,7 +719,7 @@ def main():
             log.info("rank %d: epoch finished after %d steps, shutting down", rank, step_at)
             dist.destroy_process_group()
             return
-        if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit"):
+        if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")

@@ -1126,7 +1126,33 @@ MATRIX_FRESH18: dict = {
                                               "runs the rest eagerly, with its warnings; every rank finishes"),
                              [(4, (0,), 0, True), (2, (0,), 0, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18}
+# A fourteenth draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-06 after the
+# thirteenth (MATRIX_FRESH18) had been measured and learned from, before any of these ran through
+# rankdoctor. One is job-wide (which ranks raise is a race), one healthy.
+_KINDS.update({
+    "dl-timeout": ("dl-timeout", "straggler-timeout", "dataloader-timeout",
+                   "reads its data with a DataLoader (one worker, timeout=2 s) whose record {s}*8+3 takes 6 s to "
+                   "read (a stalled network read): its DataLoader raises the timeout while the others wait in the "
+                   "next all_reduce", {}, [r"DataLoader timed out after 2 seconds"]),
+    "unicode-shard": ("unicode-shard", "peer-rank-crashed", "python-exception-in-one-rank",
+                      "reads a text shard at step {s} that a tool wrote in latin-1: UnicodeDecodeError", {},
+                      [r"rank {c} reading text shard"]),
+})
+
+MATRIX_FRESH19: dict = {
+    "mkdir-race-all": (_mx_jobwide("mkdir-race-all", "checkpoint-error", "checkpoint-unclassified-exception",
+                                   "create the checkpoint folder at step {s} with os.makedirs and no exist_ok; the first "
+                                   "rank there wins and every other rank raises FileExistsError",
+                                   [r"FileExistsError: \[Errno 17\] File exists"]),
+                       [(4, (), 3, True), (3, (), 2, False)]),
+    "dl-timeout": (_mx_kind("dl-timeout"), [(4, (3,), 3, True), (3, (1,), 2, False)]),
+    "unicode-shard": (_mx_kind("unicode-shard"), [(4, (2,), 3, True), (3, (0,), 4, False)]),
+    "none-join-uneven": (_mx_healthy_step("none-join-uneven", "rank {c} has only {s} batches and every rank trains "
+                                          "inside DDP's join() context, which shadows the all_reduces it no longer "
+                                          "runs; every rank finishes"),
+                         [(4, (1,), 6, True), (3, (2,), 8, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
