@@ -46,7 +46,7 @@ FEATURES: dict[str, str] = {
     "kind_dead_peer": "proposed as an explanation of peers losing a rank",
     "kind_first": "proposed as an explanation of a hang in the job's first collective",
     "kind_generic": "proposed for a failure line no entry names",
-    "kind_generic_framed": "proposed for an exception no entry names whose traceback passes through the code this entry is about (its traceback_frames)",
+    "kind_generic_framed": "proposed for an exception no entry names whose traceback passes through the code this entry is about (its traceback_frames), or raised right after the rank said it was doing what this entry is about (its activity_lines)",
     "generic_cut": "proposed for a failure line no entry names, and every such line is a traceback cut off before its exception line (or a backtrace without its message): the frames say where it failed, not what",
     "generic_beside_cause": "proposed for a failure line no entry names (an unknown or cut-off exception, an abort), while another entry's strong cause line (weight >= 0.8) fired in the same run: the unknown failure may be that cause's own report",
     # the cross-rank finding the entry explains, as strong as the table shows it
@@ -267,7 +267,7 @@ def featurize(h: Hypothesis, cx: Context) -> dict[str, float]:
 
     for k in Kind:
         f["kind_" + k.name] = float(h.kind == k)
-    f["kind_generic_framed"] = float(h.kind == Kind.generic and bool(entry.traceback_frames))
+    f["kind_generic_framed"] = float(h.kind == Kind.generic and bool(entry.traceback_frames or entry.activity_lines))
     f["generic_beside_cause"] = float(h.kind == Kind.generic and beside)
     f["generic_cut"] = float(h.kind == Kind.generic and cx.unnamed_cut)
 

@@ -20,7 +20,7 @@ from ..kb.model import Entry
 from .attribution import FATAL, MAIN_FIRST_CALLS, TRACE, WARNED
 from .ranktable import (
     REPORT_CLASSES, WAIT_CLASSES, End, about_peer, FR_HANG, FR_MISMATCH, RankTable, fingerprint_minority, fingerprints_ahead, fingerprints_differ, first_collective_hang,
-    first_collective_stated,
+    first_collective_stated, order,
 )
 
 MAX_SET = 8  # a set of ranks that failed together: at most one node's worth
@@ -178,6 +178,7 @@ def generate(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> list[H
     # an exception only weak signatures name (an UnpicklingError: a checkpoint file, or any pickle)
     # is also an exception of its own, as if no entry named it: the weighing decides
     weakly_named = named_lines - strongly_named_lines(kb, events)
+    proposed_for: dict[int, dict[str, Entry]] = {}  # each rank's unknown exceptions' entries
     for rank, ev in unnamed:
         if ev.where in weakly_named and ev.role == TRACE:
             candidates = [generic["exception"]] if "exception" in generic else []
@@ -190,9 +191,13 @@ def generate(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> list[H
             candidates = [generic[key]] if key in generic else []
             if key in ("exception", "abort"):  # an abort's frames: a C++ backtrace above it, faulthandler's stack below
                 candidates += framed_entries(kb, ev)
+            if key == "exception" and rank is not None:  # what the rank said it was doing just before
+                candidates += [e for e in busy_with(kb, table.row(rank).last_active, ev) if e not in candidates]
         for entry in candidates:
             if rank is not None:
                 add(entry, (rank,), Kind.generic)
+                if ev.role == TRACE:
+                    proposed_for.setdefault(rank, {})[entry.id] = entry
             add(entry, (), Kind.generic)
     # several ranks raised the same unknown exception (a bad shard read by two ranks, a node's
     # ranks failing one way): they may have started it together
@@ -203,6 +208,11 @@ def generate(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> list[H
     for kind_of, ranks in raised.items():
         if kind_of and 2 <= len(ranks) <= MAX_SET and len(ranks) < len(table.expected) and "exception" in generic:
             add(generic["exception"], tuple(sorted(ranks)), Kind.generic)
+            # and each subsystem entry every one of them was proposed for (their frames, what
+            # each said it was doing)
+            shared = set.intersection(*(set(proposed_for.get(r, {})) for r in ranks))
+            for entry_id in sorted(shared - {generic["exception"].id}):
+                add(proposed_for[min(ranks)][entry_id], tuple(sorted(ranks)), Kind.generic)
     return list(out.values())
 
 
@@ -249,6 +259,15 @@ def framed_entries(kb: KnowledgeBase, ev: Event) -> list[Entry]:
     if not frames:
         return []
     return [e for e in kb if e.traceback_frames and any(re.search(rx, ln) for rx in e.traceback_frames for ln in frames)]
+
+
+def busy_with(kb: KnowledgeBase, active: Event | None, ev: Event) -> list[Entry]:
+    """Entries whose ``activity_lines`` match the rank's last line of work, when that line came
+    before the exception ``ev`` (by time, or in one file): the program said it was saving a
+    checkpoint, and then raised something no entry names."""
+    if active is None or order(active, ev) != -1:
+        return []
+    return [e for e in kb if e.activity_lines and any(re.search(rx, active.text) for rx in e.activity_lines)]
 
 
 def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspects:

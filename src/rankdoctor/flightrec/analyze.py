@@ -458,6 +458,12 @@ def _analyze_pg(pg: str, group: _Group, job: _Job, report: FRReport) -> None:
                 # same collective reached from another line, and the rank then stopped (its own
                 # failure, which the logs show)
                 continue
+            if all(last[r] > seq for r in per) and len(set(last.values())) == 1:
+                # ... or every rank went on past it and every rank's last collective is the same
+                # sequence number: the ops paired one to one to the end, so no rank issued one more
+                # than the others (DDP's join() shadowing the all_reduces of a rank whose data ran
+                # out, a helper that runs the same collective from its own line)
+                continue
             counts = {r: len(group.tracks[r].seqs) for r in per}
             detail = (
                 f"at seq {seq} every rank runs {per[min(per)].name} with the same shape, but from different lines: "

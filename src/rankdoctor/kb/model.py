@@ -244,6 +244,14 @@ class Entry(_Strict):
             "entry - the generic explanation of failures in one subsystem (FSDP, checkpointing, ...)"
         ),
     )
+    activity_lines: list[str] = Field(
+        default_factory=list,
+        description=(
+            "regexes on a rank's own last line of work before an exception no entry names (what "
+            "the program said it was doing: 'Saving model checkpoint to ...'): that exception is "
+            "proposed for this entry too, as with traceback_frames"
+        ),
+    )
     confirm: list[Step] = Field(min_length=1)
     fix: list[Step] = Field(min_length=1)
     prevention: list[str] = Field(min_length=1)
@@ -290,12 +298,12 @@ class Entry(_Strict):
         raise KeyError(sig_id)
 
 
-    @field_validator("traceback_frames")
+    @field_validator("traceback_frames", "activity_lines")
     @classmethod
     def _frames_compile(cls, v: list[str]) -> list[str]:
         for rx in v:
             try:
                 re.compile(rx)
             except re.error as exc:
-                raise ValueError(f"traceback_frames regex does not compile: {rx!r}: {exc}") from exc
+                raise ValueError(f"regex does not compile: {rx!r}: {exc}") from exc
         return v
