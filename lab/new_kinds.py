@@ -220,6 +220,17 @@ A fourteenth set (``--fresh 19``), written down after the thirteenth had been le
 * ``none-join-uneven`` a healthy run with uneven inputs: the culprit has only LAB_STEP batches and
                       every rank trains inside DDP's ``join()`` context, which shadows the
                       missing all_reduces; every rank finishes.
+
+A fifteenth set (``--fresh 20``), written down after the fourteenth had been learned from:
+
+* ``segfault-at-exit`` every rank trains to the end and logs that it finished; then the culprit's
+                      native extension crashes in its exit handler (a null pointer, SIGSEGV): the
+                      job's work is done, but the launcher reports the culprit's death.
+* ``py-memoryerror``  at LAB_STEP the culprit caches its shard's decoded samples in a Python buffer
+                      sized from a bad config value: ``bytearray`` raises MemoryError.
+* ``none-retry-errors`` a healthy run: at LAB_STEP the culprit's metrics upload fails twice with an
+                      ERROR record (no traceback) and succeeds on its third try, and every rank's
+                      library emits a UserWarning; every rank finishes.
 """
 
 import argparse
@@ -382,6 +393,9 @@ def main():
             hook_steps = [0]
             model.register_comm_hook(None, compress_hook)
     loss_fn = _compiled_loss() if FAULT == "compile-fullgraph" else None
+    if FAULT == "none-retry-errors":
+        import warnings
+        warnings.warn("the 'verbose' argument of this scheduler is deprecated and will be removed", UserWarning)
     if FAULT == "none-recompile-limit":
         import torch._dynamo as dynamo
         dynamo.config.recompile_limit = 4
@@ -498,6 +512,19 @@ def main():
                 elif FAULT == "nonfinite-clip":
                     x = x.clone()
                     x[3, 5] = float("inf")  # a corrupt feature in this rank's batch
+                elif FAULT == "py-memoryerror":
+                    size = 2 ** 44  # the config's cache_mb, read as bytes times 2**24 by mistake
+                    log.info("rank %d caching decoded samples (%d bytes)", rank, size)
+                    cache = bytearray(size)
+                    del cache
+                elif FAULT == "none-retry-errors":
+                    for attempt in (1, 2, 3):
+                        if attempt < 3:
+                            log.error("rank %d metrics upload failed (attempt %d/3): ConnectionResetError: [Errno 104] "
+                                      "Connection reset by peer; retrying in 0.2 s", rank, attempt)
+                            time.sleep(0.2)
+                        else:
+                            log.info("rank %d metrics upload ok on attempt %d", rank, attempt)
                 elif FAULT == "unicode-shard":
                     shard = os.path.join(tempfile.mkdtemp(prefix=f"lab-text-r{rank}-"), f"captions-{step:05d}.txt")
                     with open(shard, "wb") as f:
@@ -719,7 +746,7 @@ def main():
             log.info("rank %d: epoch finished after %d steps, shutting down", rank, step_at)
             dist.destroy_process_group()
             return
-        if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven"):
+        if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")
@@ -729,6 +756,8 @@ def main():
         log.info("rank %d training finished", rank)
         dump_fr("exit")
         dist.destroy_process_group()
+        if FAULT == "segfault-at-exit" and culprit:
+            ctypes.string_at(0)  # the native extension's exit handler
     except BaseException:
         dump_fr("exception")
         raise

@@ -1152,7 +1152,27 @@ MATRIX_FRESH19: dict = {
                                           "runs; every rank finishes"),
                          [(4, (1,), 6, True), (3, (2,), 8, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19}
+# A fifteenth draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-06 after the
+# fourteenth (MATRIX_FRESH19) had been measured and learned from, before any of these ran through
+# rankdoctor. One is healthy.
+_KINDS.update({
+    "segfault-at-exit": ("segfault-at-exit", "peer-rank-crashed", "worker-segfault",
+                         "trains to the end with the others, logs that it finished, and then dies of SIGSEGV in a "
+                         "native extension's exit handler", {}, [r"rank {c} training finished"]),
+    "py-memoryerror": ("py-memoryerror", "host-oom", "cpu-allocator-cannot-allocate",
+                       "allocates a 16 TiB Python buffer for its sample cache at step {s} (a bad config value): "
+                       "MemoryError", {}, [r"rank {c} caching decoded samples"]),
+})
+
+MATRIX_FRESH20: dict = {
+    "segfault-at-exit": (_mx_kind("segfault-at-exit"), [(4, (2,), 0, True), (3, (0,), 0, False)]),
+    "py-memoryerror": (_mx_kind("py-memoryerror"), [(4, (1,), 3, True), (3, (2,), 2, False)]),
+    "none-retry-errors": (_mx_healthy_step("none-retry-errors", "at step {s} rank {c}'s metrics upload fails twice "
+                                           "with an ERROR record and succeeds on the third try, and every rank's "
+                                           "library emits a UserWarning; every rank finishes"),
+                          [(4, (3,), 3, True), (3, (1,), 2, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
