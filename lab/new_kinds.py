@@ -231,6 +231,16 @@ A fifteenth set (``--fresh 20``), written down after the fourteenth had been lea
 * ``none-retry-errors`` a healthy run: at LAB_STEP the culprit's metrics upload fails twice with an
                       ERROR record (no traceback) and succeeds on its third try, and every rank's
                       library emits a UserWarning; every rank finishes.
+
+A sixteenth set (``--fresh 21``), written down after the fifteenth had been measured:
+
+* ``noise-then-crash`` at step 1 the rank after the culprit logs an ERROR record that its optional
+                      fused kernel could not load (``libcudart.so.12: cannot open shared object
+                      file``) and goes on with the fallback; at LAB_STEP the culprit raises
+                      ValueError on a label out of range while the others wait.
+* ``chained-disk-full`` at LAB_STEP the culprit saves a checkpoint to a full disk (``/dev/full``); its
+                      checkpoint helper catches torch's write error and raises a RuntimeError from it
+                      (``The above exception was the direct cause of the following exception``).
 """
 
 import argparse
@@ -581,6 +591,22 @@ def main():
                         log.info("rank %d evaluating: batch %d/6", rank, k)
                 dist.barrier()
                 log.info("rank %d passed the evaluation barrier", rank)
+            if FAULT == "noise-then-crash" and step == 1 and rank == (min(lab_culprits(1)) + 1) % world:
+                log.error("rank %d failed to load optional kernel extension fused_adam_cuda: ImportError: libcudart.so.12: "
+                          "cannot open shared object file: No such file or directory; falling back to the PyTorch "
+                          "implementation", rank)
+            if FAULT == "noise-then-crash" and culprit and step == step_at:
+                label = 7
+                log.info("rank %d step %d: checking labels", rank, step)
+                if label >= 4:
+                    raise ValueError(f"label index {label} out of range for 4 classes (sample {step * 8 + 2})")
+            if FAULT == "chained-disk-full" and culprit and step == step_at:
+                path = os.environ.get("LAB_CKPT_PATH", "/dev/full")
+                log.info("rank %d saving checkpoint to %s", rank, path)
+                try:
+                    torch.save(model.module.state_dict(), path)
+                except RuntimeError as err:  # torch's writer reports the short write as a RuntimeError
+                    raise RuntimeError(f"checkpoint save failed at step {step}: {path}") from err
             if FAULT == "mkdir-race-all" and step == step_at:
                 folder = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"),
                                       f"lab-{os.environ.get('TORCHELASTIC_RUN_ID', 'run')}-{os.environ.get('MASTER_PORT')}-ckpt-step{step}")

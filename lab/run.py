@@ -1172,7 +1172,23 @@ MATRIX_FRESH20: dict = {
                                            "library emits a UserWarning; every rank finishes"),
                           [(4, (3,), 3, True), (3, (1,), 2, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20}
+# A sixteenth draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-06 after the
+# fifteenth (MATRIX_FRESH20) had been measured, before any of these ran through rankdoctor.
+_KINDS.update({
+    "noise-then-crash": ("noise-then-crash", "peer-rank-crashed", "python-exception-in-one-rank",
+                         "raises ValueError on a label out of range at step {s}, after the rank next to it logged at "
+                         "step 1 an ERROR record that an optional fused kernel could not load (libcudart.so.12) and "
+                         "went on with the fallback", {}, [r"label index 7 out of range"]),
+    "chained-disk-full": ("chained-disk-full", "checkpoint-error", "checkpoint-save-disk-full",
+                          "saves a checkpoint to a full disk (/dev/full) at step {s}; its helper raises a RuntimeError "
+                          "from torch's write error (a chained exception)", {}, [r"checkpoint save failed at step {s}"]),
+})
+
+MATRIX_FRESH21: dict = {
+    "noise-then-crash": (_mx_kind("noise-then-crash"), [(4, (2,), 4, True), (3, (0,), 3, False)]),
+    "chained-disk-full": (_mx_kind("chained-disk-full"), [(4, (1,), 3, True), (3, (2,), 2, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
