@@ -31,7 +31,7 @@ from .frcandidates import fr_events
 from .hypotheses import Hypothesis, generate
 from .model import Diagnosis, InputInfo
 from .present import to_finding
-from .ranktable import LAUNCHER_FAILED, End, RankTable, build_rank_table, fingerprints_differ, is_cut_wait, mark_hung
+from .ranktable import LAUNCHER_FAILED, End, RankTable, build_rank_table, fingerprints_differ, is_cut_wait, mark_hung, warning_record
 from . import restarts
 from .ras import ras_notes
 from .scoring import Weights, default_weights, posterior
@@ -91,8 +91,10 @@ def weigh(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, wei
         failed = True
     if not failed:
         return Weighing(att, table, None, [], 1.0, False, restarted)
-    cx = context(kb, table, att.events)
-    hyps = generate(kb, table, att.events)
+    # a line the program got past (table.handled) proposes nothing and describes nothing
+    events = [e for e in att.events if e.where not in table.handled] if table.handled else att.events
+    cx = context(kb, table, events)
+    hyps = generate(kb, table, events)
     scored, null_p = _score([(h, featurize(h, cx)) for h in hyps], weights)
     return Weighing(att, table, cx, scored, null_p, True, restarted)
 
@@ -181,7 +183,7 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, 
     seen = sorted(w.att.seen)
     count = w.att.world_size or (max(seen) + 1 if seen else 0)
     warnings += ras_notes(w.att.ras, w.failed)
-    warnings += handled_notes(w.table.handled)
+    warnings += handled_notes(w.table.handled, w.failed)
     if w.restarted is not None:
         warnings.append(restarts.note(w.restarted))
     if not w.failed:
@@ -192,9 +194,11 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, 
     return Diagnosis(verdict, findings, count, seen, inputs, warnings, table=w.table, weighing=w)
 
 
-def handled_notes(handled: dict[tuple[str, int], Event]) -> list[str]:
-    """One note per failure the program got past (a logged exception, a warning), at its first
-    place, with how many more lines (copies in other files, other ranks) say the same."""
+def handled_notes(handled: dict[tuple[str, int], Event], failed: bool = False) -> list[str]:
+    """One note per failure the program got past (a logged exception, a warning or error
+    record), at its first place, with how many more lines (copies in other files, other
+    ranks) say the same. ``failed``: the run failed anyway (the line's rank went on past it,
+    to later steps, and another rank failed after it)."""
     groups: dict[tuple, list[tuple[tuple[str, int], Event]]] = {}
     for where, ev in sorted(handled.items()):
         _, at = parse_prefix(ev.text)
@@ -206,9 +210,12 @@ def handled_notes(handled: dict[tuple[str, int], Event]) -> list[str]:
         more = (f", and {len(places) - 1} more line(s) like it" if len(places) > 1 else "") + \
             (f" ({ranks_phrase(ranks)})" if ranks else "")
         kind = ("an exception the program logged and got past" if ev.signature == "python-exception"
-                else f"a warning the program went on from ({what})")
-        notes.append(f"{source}:{line}: {kind}: \"{message}\"{more}: every rank went on working after it and none "
-                     "died or waited, so it is not read as a failure")
+                else f"a warning the program went on from ({what})" if warning_record(ev.text)
+                else f"an error record the program went on from ({what})")
+        why = ("its rank went on to later steps after it, and another rank failed after it, so it is not read as where "
+               "the failure started" if failed else
+               "every rank went on working after it and none died or waited, so it is not read as a failure")
+        notes.append(f"{source}:{line}: {kind}: \"{message}\"{more}: {why}")
     return notes
 
 

@@ -375,6 +375,10 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
     # rank went on working for a while after it and did not die (log.exception of a retried
     # upload, a skipped record, dynamo falling back to eager at its recompile limit)
     handled = _handled(kb, rows, unranked)
+    # a failure line a rank reported as a log record and then trained on past, to later steps,
+    # while another rank failed by itself after it: not where the failure started (an optional
+    # kernel that fell back, a skipped upload)
+    handled.update(_got_past(kb, rows, counted, handled))
     if handled:
         for rw in rows.values():
             rw.failures = [f for f in rw.failures if f.where not in handled]
@@ -546,6 +550,41 @@ def _handled(kb: KnowledgeBase, rows: dict[int, RankRow], unranked: list[Event])
         if t is not None and all(_worked_after(f, t, rw.last_active) for rw in rows.values()):
             out.setdefault(f.where, f)
     return out
+
+
+_ERROR_LEVEL = re.compile(r"\[?ERROR\]?(?=[\s:|\]-])|\[E [\w.]+:\d+\]")
+
+
+def _got_past(kb: KnowledgeBase, rows: dict[int, RankRow], counted: dict[int, Event],
+              handled: dict[tuple[str, int], Event]) -> dict[tuple[str, int], Event]:
+    """Failure lines that their rank printed as a log record (at warning or error level, with
+    no traceback: the program reported it and carried on), after which that same rank logged
+    a later step of work, while another rank failed by itself after the line. No entry of
+    numeric divergence (a NaN loss is a failure however long the rank goes on)."""
+    out: dict[tuple[str, int], Event] = {}
+    for r, rw in rows.items():
+        later = counted.get(r)
+        if later is None or progress_of(later.text) is None:
+            continue
+        for f in rw.failures:
+            if f.where in handled or f.role != "cause" or not f.entry or kb.get(f.entry).class_ == "nan-divergence":
+                continue
+            if not logged_record(f.text) or order(f, later) != -1:
+                continue
+            failed_after = [g for r2, rw2 in rows.items() if r2 != r for g in rw2.failures[:1]
+                            if g.where not in handled and order(f, g) == -1]
+            if failed_after:
+                out.setdefault(f.where, f)
+    return out
+
+
+def logged_record(text: str) -> bool:
+    """The line is a log record at warning or error level (``warning_record``, a logging
+    record whose level is ERROR, glog's ``E1206 ...`` prefix)."""
+    if warning_record(text):
+        return True
+    rec, at = parse_prefix(text)
+    return rec.extra.get("level") == "E" or _ERROR_LEVEL.search(text, at, at + 48) is not None
 
 
 _WARNING_LEVEL = re.compile(r"\[?(?:WARNING|WARN)\]?(?=[\s:|\]-])|NCCL WARN\b|\[W [\w.]+:\d+\]")
