@@ -183,7 +183,7 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, 
     seen = sorted(w.att.seen)
     count = w.att.world_size or (max(seen) + 1 if seen else 0)
     warnings += ras_notes(w.att.ras, w.failed)
-    warnings += handled_notes(w.table.handled, w.failed)
+    warnings += handled_notes(w.table.handled, w.table.got_past)
     if w.restarted is not None:
         warnings.append(restarts.note(w.restarted))
     if not w.failed:
@@ -194,11 +194,11 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, 
     return Diagnosis(verdict, findings, count, seen, inputs, warnings, table=w.table, weighing=w)
 
 
-def handled_notes(handled: dict[tuple[str, int], Event], failed: bool = False) -> list[str]:
+def handled_notes(handled: dict[tuple[str, int], Event], got_past: set = frozenset()) -> list[str]:
     """One note per failure the program got past (a logged exception, a warning or error
     record), at its first place, with how many more lines (copies in other files, other
-    ranks) say the same. ``failed``: the run failed anyway (the line's rank went on past it,
-    to later steps, and another rank failed after it)."""
+    ranks) say the same. ``got_past``: the places whose rank went on to later steps while
+    another rank failed after them (the run failed anyway)."""
     groups: dict[tuple, list[tuple[tuple[str, int], Event]]] = {}
     for where, ev in sorted(handled.items()):
         _, at = parse_prefix(ev.text)
@@ -213,7 +213,7 @@ def handled_notes(handled: dict[tuple[str, int], Event], failed: bool = False) -
                 else f"a warning the program went on from ({what})" if warning_record(ev.text)
                 else f"an error record the program went on from ({what})")
         why = ("its rank went on to later steps after it, and another rank failed after it, so it is not read as where "
-               "the failure started" if failed else
+               "the failure started" if (source, line) in got_past else
                "every rank went on working after it and none died or waited, so it is not read as a failure")
         notes.append(f"{source}:{line}: {kind}: \"{message}\"{more}: {why}")
     return notes

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import datetime
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import Enum
 from typing import TYPE_CHECKING
 
@@ -127,9 +127,12 @@ class RankTable:
     # tracebacks cut off in a barrier or a collective that no rank could be given: somebody
     # waited for its peers, who is not known
     unranked_waits: list[Event] = field(default_factory=list)
-    # the exceptions the program logged and got past, by place (every rank went on working, none
-    # died or waited): not failures (``_handled``)
+    # the failure lines the program got past, by place: exceptions it logged and warning records
+    # after which every rank went on working and none died or waited (``_handled``), and log
+    # records a rank trained past while another rank failed after them (``_got_past``)
     handled: dict = field(default_factory=dict)
+    # of those, the places whose rank went on to later steps while another rank failed after them
+    got_past: set = field(default_factory=set)
     # the user (diagnose --hung) or watch (no line for a while) says the job stopped making
     # progress and no line shows a failure: the logs end where it hung, and every rank was
     # waiting (``mark_hung``, called by the engine, which decides whether a failure shows)
@@ -378,7 +381,8 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
     # a failure line a rank reported as a log record and then trained on past, to later steps,
     # while another rank failed by itself after it: not where the failure started (an optional
     # kernel that fell back, a skipped upload)
-    handled.update(_got_past(kb, rows, counted, handled))
+    got_past = _got_past(kb, rows, counted, handled)
+    handled.update(got_past)
     if handled:
         for rw in rows.values():
             rw.failures = [f for f in rw.failures if f.where not in handled]
@@ -475,7 +479,7 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
                      odd_waiters=_odd_waiters(sites, expected or set(rows)),
                      stop_signal=any(e.role == "symptom" and e.rank is None and e.entry and _explains_a_stop(kb, e.entry)
                                      for e in events),
-                     handled=handled)
+                     handled=handled, got_past=set(got_past))
 
 
 _TRACEBACK_HEAD = re.compile(r"Traceback \(most recent call last\):")
@@ -543,7 +547,7 @@ def _handled(kb: KnowledgeBase, rows: dict[int, RankRow], unranked: list[Event])
     for f in [f for rw in rows.values() for f in rw.failures] + unranked:
         if f.role == TRACE and f.signature == "python-exception":
             t = logged_at(f)
-        elif f.role == "cause" and f.entry and kb.get(f.entry).class_ != "nan-divergence" and warning_record(f.text):
+        elif f.role == "cause" and f.entry and kb.get(f.entry).class_ != NUMERIC_CLASS and warning_record(f.text):
             t = f.ts
         else:
             continue
@@ -567,7 +571,7 @@ def _got_past(kb: KnowledgeBase, rows: dict[int, RankRow], counted: dict[int, Ev
         if later is None or progress_of(later.text) is None:
             continue
         for f in rw.failures:
-            if f.where in handled or f.role != "cause" or not f.entry or kb.get(f.entry).class_ == "nan-divergence":
+            if f.where in handled or f.role != "cause" or not f.entry or kb.get(f.entry).class_ == NUMERIC_CLASS:
                 continue
             if not logged_record(f.text) or order(f, later) != -1:
                 continue
