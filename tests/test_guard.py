@@ -162,7 +162,15 @@ def test_check_uneven_batches_fail_the_gate_and_name_the_rank(runs):
     # On gloo the recompiled rank's extra all_reduce meets rank 0's DDP bucket at once and gloo
     # aborts it before a poll can look; then the check reports the diagnosis of what is left.
     assert run.proc.returncode in (1, 3), run.console[-3000:]
-    assert last.startswith("rankdoctor check: ") and ("(rank 1)" in last or "rank 1 issued" in last), last
+    assert last.startswith("rankdoctor check: "), last
+    if "[rank0]: Traceback" in run.console or "rank 1 issued" in last:
+        assert "(rank 1)" in last or "rank 1 issued" in last, last
+    else:
+        # a race: rank 1 aborted on the size check before rank 0 printed anything, and the
+        # launcher then stopped rank 0. What is left is rank 1's report of what its peer sent
+        # ("68 vs 4"), which does not tell which of the two issued the extra collective: the
+        # check must not claim to know (it may name either rank, inconclusive)
+        assert "collective desync" in last and "inconclusive" in last, last
     print(f"loader --uneven: {last}")
 def test_healthy_200_step_run_stays_silent(runs):
     _, started = runs
