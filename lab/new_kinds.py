@@ -241,6 +241,14 @@ A sixteenth set (``--fresh 21``), written down after the fifteenth had been meas
 * ``chained-disk-full`` at LAB_STEP the culprit saves a checkpoint to a full disk (``/dev/full``); its
                       checkpoint helper catches torch's write error and raises a RuntimeError from it
                       (``The above exception was the direct cause of the following exception``).
+
+A seventeenth set (``--fresh 22``), written down after the sixteenth had been learned from:
+
+* ``tqdm-straggler``  at LAB_STEP every rank meets in a barrier after evaluation; the culprit's
+                      evaluation, drawn as a tqdm progress bar, takes three times the process
+                      group's timeout, so its peers' barrier times out.
+* ``main-first-exception`` at LAB_STEP rank 0 prepares a data split while the others wait for it in
+                      a barrier ("main process first"); rank 0 cannot find the raw file and raises.
 """
 
 import argparse
@@ -591,6 +599,21 @@ def main():
                         log.info("rank %d evaluating: batch %d/6", rank, k)
                 dist.barrier()
                 log.info("rank %d passed the evaluation barrier", rank)
+            if FAULT == "tqdm-straggler" and step == step_at:
+                from tqdm import tqdm
+                per = (3 * float(os.environ.get("LAB_PG_TIMEOUT", "15")) / 30) if culprit else 0.01
+                for _ in tqdm(range(30), desc=f"rank {rank} eval", mininterval=0.5):
+                    time.sleep(per)
+                dist.barrier()
+                log.info("rank %d passed the evaluation barrier", rank)
+            if FAULT == "main-first-exception" and step == step_at:
+                if rank == 0:
+                    log.info("rank 0 preparing the validation split (main process first)")
+                    raw = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), "data", "raw", "val-00000.jsonl")
+                    with open(raw) as f:
+                        f.readline()
+                dist.barrier()
+                log.info("rank %d has the validation split", rank)
             if FAULT == "noise-then-crash" and step == 1 and rank == (min(lab_culprits(1)) + 1) % world:
                 log.error("rank %d failed to load optional kernel extension fused_adam_cuda: ImportError: libcudart.so.12: "
                           "cannot open shared object file: No such file or directory; falling back to the PyTorch "

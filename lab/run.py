@@ -1188,7 +1188,24 @@ MATRIX_FRESH21: dict = {
     "noise-then-crash": (_mx_kind("noise-then-crash"), [(4, (2,), 4, True), (3, (0,), 3, False)]),
     "chained-disk-full": (_mx_kind("chained-disk-full"), [(4, (1,), 3, True), (3, (2,), 2, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21}
+# A seventeenth draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-06 after the
+# sixteenth (MATRIX_FRESH21) had been learned from, before any of these ran through rankdoctor.
+# main-first-exception's culprit is always rank 0 (the main process).
+_KINDS.update({
+    "tqdm-straggler": ("tqdm-straggler", "straggler-timeout", "barrier-timeout-slow-rank",
+                       "evaluates for three times the process group's timeout at step {s}, drawn as a tqdm bar, "
+                       "while the others wait for it in a barrier", {}, [r"rank {c} eval:"]),
+    "main-first-exception": ("main-first-exception", "peer-rank-crashed", "python-exception-in-one-rank",
+                             "prepares the validation split at step {s} while the others wait in a barrier (main "
+                             "process first), and raises FileNotFoundError on the raw file", {},
+                             [r"rank 0 preparing the validation split"]),
+})
+
+MATRIX_FRESH22: dict = {
+    "tqdm-straggler": (_mx_kind("tqdm-straggler"), [(4, (2,), 3, True), (3, (1,), 2, False)]),
+    "main-first-exception": (_mx_kind("main-first-exception"), [(4, (0,), 3, True), (3, (0,), 2, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
