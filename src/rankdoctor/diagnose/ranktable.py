@@ -547,7 +547,7 @@ def _handled(kb: KnowledgeBase, rows: dict[int, RankRow], unranked: list[Event])
     for f in [f for rw in rows.values() for f in rw.failures] + unranked:
         if f.role == TRACE and f.signature == "python-exception":
             t = logged_at(f)
-        elif f.role == "cause" and f.entry and kb.get(f.entry).class_ != NUMERIC_CLASS and warning_record(f.text):
+        elif _reported(kb, f) == "W":
             t = f.ts
         else:
             continue
@@ -556,52 +556,62 @@ def _handled(kb: KnowledgeBase, rows: dict[int, RankRow], unranked: list[Event])
     return out
 
 
-_ERROR_LEVEL = re.compile(r"\[?ERROR\]?(?=[\s:|\]-])|\[E [\w.]+:\d+\]")
-
-
 def _got_past(kb: KnowledgeBase, rows: dict[int, RankRow], counted: dict[int, Event],
               handled: dict[tuple[str, int], Event]) -> dict[tuple[str, int], Event]:
     """Failure lines that their rank printed as a log record (at warning or error level, with
     no traceback: the program reported it and carried on), after which that same rank logged
-    a later step of work, while another rank failed by itself after the line. No entry of
-    numeric divergence (a NaN loss is a failure however long the rank goes on)."""
+    a later step of work (``counted``: each rank's last line with a step counter), while
+    another rank failed by itself after the line."""
     out: dict[tuple[str, int], Event] = {}
     for r, rw in rows.items():
         later = counted.get(r)
-        if later is None or progress_of(later.text) is None:
+        if later is None:
             continue
         for f in rw.failures:
-            if f.where in handled or f.role != "cause" or not f.entry or kb.get(f.entry).class_ == NUMERIC_CLASS:
+            if f.where in handled or _reported(kb, f) is None or order(f, later) != -1:
                 continue
-            if not logged_record(f.text) or order(f, later) != -1:
-                continue
-            failed_after = [g for r2, rw2 in rows.items() if r2 != r for g in rw2.failures[:1]
-                            if g.where not in handled and order(f, g) == -1]
-            if failed_after:
+            if any(g.where not in handled and order(f, g) == -1
+                   for r2, rw2 in rows.items() if r2 != r for g in rw2.failures[:1]):
                 out.setdefault(f.where, f)
     return out
 
 
-def logged_record(text: str) -> bool:
-    """The line is a log record at warning or error level (``warning_record``, a logging
-    record whose level is ERROR, glog's ``E1206 ...`` prefix)."""
-    if warning_record(text):
-        return True
-    rec, at = parse_prefix(text)
-    return rec.extra.get("level") == "E" or _ERROR_LEVEL.search(text, at, at + 48) is not None
+def _reported(kb: KnowledgeBase, f: Event) -> str | None:
+    """The level ("W" or "E") of an entry's cause line that the program printed as a log record
+    (``record_level``), when no entry of numeric divergence reads it (a NaN loss is a failure
+    however long the run goes on); else None."""
+    if f.role != "cause" or not f.entry or kb.get(f.entry).class_ == NUMERIC_CLASS:
+        return None
+    return record_level(f.text)
 
 
 _WARNING_LEVEL = re.compile(r"\[?(?:WARNING|WARN)\]?(?=[\s:|\]-])|NCCL WARN\b|\[W [\w.]+:\d+\]")
 _PY_WARNING = re.compile(r"\S+:\d+: [A-Z]\w*Warning: ")
+_ERROR_LEVEL = re.compile(r"\[?ERROR\]?(?=[\s:|\]-])|\[E [\w.]+:\d+\]")
+
+
+def record_level(text: str) -> str | None:
+    """"W" when the line is a record printed at warning level: glog's ``W1206 17:25:37...``
+    prefix (or its old ``[W file.cpp:12]`` tag), a logging record whose level is WARNING, NCCL's
+    ``NCCL WARN``, or Python's ``warnings`` (``file.py:12: UserWarning: ...``); "E" when it is
+    one at error level (a logging record whose level is ERROR, glog's ``E1206 ...``); else None."""
+    rec, at = parse_prefix(text)
+    level = rec.extra.get("level")
+    if level == "W" or _WARNING_LEVEL.search(text, at, at + 48) is not None or _PY_WARNING.match(text, at) is not None:
+        return "W"
+    if level == "E" or _ERROR_LEVEL.search(text, at, at + 48) is not None:
+        return "E"
+    return None
 
 
 def warning_record(text: str) -> bool:
-    """The line is a record printed at warning level: glog's ``W1206 17:25:37...`` prefix (or
-    its old ``[W file.cpp:12]`` tag), a logging record whose level is WARNING, NCCL's ``NCCL
-    WARN``, or Python's ``warnings`` (``file.py:12: UserWarning: ...``)."""
-    rec, at = parse_prefix(text)
-    return (rec.extra.get("level") == "W" or _WARNING_LEVEL.search(text, at, at + 48) is not None
-            or _PY_WARNING.match(text, at) is not None)
+    """The line is a log record at warning level (``record_level``)."""
+    return record_level(text) == "W"
+
+
+def logged_record(text: str) -> bool:
+    """The line is a log record at warning or error level (``record_level``)."""
+    return record_level(text) is not None
 
 
 def _unlisted(summary, expected: set[int]) -> set[int]:
