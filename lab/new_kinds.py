@@ -249,6 +249,18 @@ A seventeenth set (``--fresh 22``), written down after the sixteenth had been le
                       group's timeout, so its peers' barrier times out.
 * ``main-first-exception`` at LAB_STEP rank 0 prepares a data split while the others wait for it in
                       a barrier ("main process first"); rank 0 cannot find the raw file and raises.
+
+An eighteenth set (``--fresh 23``), written down after the seventeenth had been learned from:
+
+* ``static-graph-change`` DDP with ``static_graph=True`` over the model with an auxiliary head; at
+                      LAB_STEP the culprit's batch carries no auxiliary targets, so its graph
+                      leaves the head out (the graph DDP recorded at the first step had it).
+* ``gather-list-nondst`` at LAB_STEP every rank gathers its metric to rank 0 with ``dist.gather``;
+                      the culprit's metrics helper passes a ``gather_list`` although it is not the
+                      destination.
+* ``none-oom-retry``  a healthy run: at LAB_STEP the culprit tries to build an in-memory feature
+                      cache too large for host memory, logs the allocator's error with its
+                      traceback (``log.exception``) and goes on without the cache.
 """
 
 import argparse
@@ -392,12 +404,12 @@ def main():
     if no_ddp:
         model = TinyNet()
     else:
-        inner = AuxNet() if FAULT in ("unused-one-rank", "unused-all") else TinyNet()
+        inner = AuxNet() if FAULT in ("unused-one-rank", "unused-all", "static-graph-change") else TinyNet()
         if FAULT == "frozen-one-rank" and culprit:
             log.info("rank %d freezing the input layer (finetune.freeze_input=true)", rank)
             for p in next(inner.children()).parameters():
                 p.requires_grad_(False)
-        model = DDP(inner)
+        model = DDP(inner, static_graph=FAULT == "static-graph-change")
         if FAULT == "comm-hook-exception":
             from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
@@ -556,6 +568,14 @@ def main():
                     log.info("rank %d opening data shard %s", rank, shard)
                     with open(shard, "rb") as f:
                         f.read(64)
+                elif FAULT == "none-oom-retry":
+                    rows = 2 ** 38  # the config's cache_rows, read as a power of two by mistake
+                    log.info("rank %d building feature cache (%d rows x 16)", rank, rows)
+                    try:
+                        cache = torch.empty(rows, 16)
+                        del cache
+                    except RuntimeError:
+                        log.exception("rank %d: feature cache does not fit in host memory, training without it", rank)
                 elif FAULT == "import-missing":
                     log.info("rank %d starting the experiment tracker", rank)
                     import importlib
@@ -707,9 +727,9 @@ def main():
                     x, y = x[:7], y[:7]  # the shard's short last batch
                 loss = loss_fn(model(x), y)
                 backward_step(model, opt, loss)
-            elif FAULT in ("unused-one-rank", "unused-all"):
+            elif FAULT in ("unused-one-rank", "unused-all", "static-graph-change"):
                 # this batch carries no aux targets (unused-all: no batch ever does)
-                with_aux = FAULT == "unused-one-rank" and not (culprit and step == step_at)
+                with_aux = FAULT != "unused-all" and not (culprit and step == step_at)
                 out, aux = model(x, with_aux)
                 loss = torch.nn.functional.mse_loss(out, y)
                 if aux is not None:
@@ -748,6 +768,12 @@ def main():
                     flag = torch.tensor([float(rank)])
                     dist.broadcast(flag, src=rank if culprit else 0)
                     log.info("rank %d got stop flag %.0f", rank, flag.item())
+                elif FAULT == "gather-list-nondst":
+                    # the metrics helper always builds the list, even on ranks that only send
+                    parts = [torch.empty_like(metric) for _ in range(world)] if (rank == 0 or culprit) else None
+                    dist.gather(metric, gather_list=parts, dst=0)
+                    if rank == 0:
+                        log.info("rank 0 gathered metrics %s", [round(t.item(), 4) for t in parts])
                 elif FAULT == "pickle-object":
                     objs = [{"step": step, "filter": (lambda r: r > 0)} if culprit else None]
                     dist.broadcast_object_list(objs, src=min(lab_culprits(1)))
@@ -795,7 +821,7 @@ def main():
             log.info("rank %d: epoch finished after %d steps, shutting down", rank, step_at)
             dist.destroy_process_group()
             return
-        if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors"):
+        if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")

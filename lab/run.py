@@ -1205,7 +1205,29 @@ MATRIX_FRESH22: dict = {
     "tqdm-straggler": (_mx_kind("tqdm-straggler"), [(4, (2,), 3, True), (3, (1,), 2, False)]),
     "main-first-exception": (_mx_kind("main-first-exception"), [(4, (0,), 3, True), (3, (0,), 2, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22}
+# An eighteenth draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-06 after the
+# seventeenth (MATRIX_FRESH22) had been measured, before any of these ran through rankdoctor.
+# gather-list-nondst's culprit is never rank 0 (the gather's destination).
+_KINDS.update({
+    "static-graph-change": ("static-graph-change", "ddp-unused-parameters", "ddp-unused-parameters",
+                            "has a batch without auxiliary targets at step {s} under DDP(static_graph=True): its "
+                            "graph leaves out the auxiliary head that the recorded graph had", {},
+                            [r"rank {c} step {s} loss"]),
+    "gather-list-nondst": ("gather-list-nondst", "peer-rank-crashed", "python-exception-in-one-rank",
+                           "passes a gather_list to dist.gather at step {s} although rank 0 is the destination: "
+                           "torch's argument check raises there while the others wait in the gather", {},
+                           [r"rank {c} step {s} loss"]),
+})
+
+MATRIX_FRESH23: dict = {
+    "static-graph-change": (_mx_kind("static-graph-change"), [(4, (2,), 3, True), (3, (1,), 2, False)]),
+    "gather-list-nondst": (_mx_kind("gather-list-nondst"), [(4, (3,), 3, True), (3, (2,), 2, False)]),
+    "none-oom-retry": (_mx_healthy_step("none-oom-retry", "at step {s} rank {c} tries to build a feature cache too "
+                                        "large for host memory, logs the allocator's error with its traceback at "
+                                        "ERROR level and trains on without the cache"),
+                       [(4, (1,), 3, True), (3, (2,), 2, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
