@@ -50,6 +50,13 @@ class Op:
 
     @property
     def shape(self) -> tuple[str, str, str, str]:
+        """What every rank of the group must agree on. A rooted collective has a side that only
+        its root holds: gather's output list exists on the destination only, scatter's input list
+        on the source only, so those sides are left out (the root differs from its peers by design)."""
+        if self.name == "gather":
+            return (self.name, self.in_sizes, self.in_dtypes, "")
+        if self.name == "scatter":
+            return (self.name, "", "", self.out_sizes)
         return (self.name, self.in_sizes, self.in_dtypes, self.out_sizes)
 
     def per_rank(self) -> dict[str, Any]:
@@ -507,16 +514,24 @@ def _analyze_pg(pg: str, group: _Group, job: _Job, report: FRReport) -> None:
             last = group.last(r)
             per[r] = {"op": None, "sizes": None, "dtypes": None, "call_site": last.call_site if last else None,
                       "state": f"last enqueued seq {enq[r]}"}
+        # a collective completes only when every member has issued it: a lagging rank that issued a
+        # later collective than another lagging rank is blocked in one that rank never issued, so
+        # the ranks that stopped earliest are where the group stopped advancing
+        first = min(enq[r] for r in lagging)
+        stopped = [r for r in lagging if enq[r] == first]
+        blocked = [r for r in lagging if enq[r] > first]
         report.findings.append(
             Finding(
                 "lagging",
                 pg,
                 top,
                 sample.name if sample else None,
-                lagging,
+                stopped,
                 f"ranks {rank_list(ahead)} issued collective {top}"
                 + (f" ({sample.name} at {sample.call_site})" if sample else "")
-                + f"; rank(s) {rank_list(lagging)} stopped at {_stops(lagging, enq)} and never issued it",
+                + f"; rank(s) {rank_list(stopped)} stopped at {first} and never issued it"
+                + (f"; rank(s) {rank_list(blocked)} stopped at {_stops(blocked, enq)}, blocked in a collective "
+                   f"that rank(s) {rank_list(stopped)} never issued" if blocked else ""),
                 per,
             )
         )
@@ -707,8 +722,8 @@ def _unique_sites(pg: str, per: dict[int, Op], group: _Group) -> list[int]:
 
 def _mismatch(pg: str, seq: int, per: dict[int, Op], group: _Group | None = None) -> Finding:
     names = {r: op.name for r, op in per.items()}
-    sizes = {r: (op.in_sizes, op.out_sizes) for r, op in per.items()}
-    dtypes = {r: op.in_dtypes for r, op in per.items()}
+    sizes = {r: (op.shape[1], op.shape[3]) for r, op in per.items()}
+    dtypes = {r: op.shape[2] for r, op in per.items()}
     if len(set(names.values())) > 1:
         kind, culprits = "type-mismatch", _minority(names)
     elif len(set(sizes.values())) > 1:
