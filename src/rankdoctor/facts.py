@@ -52,6 +52,12 @@ FACTS: dict[str, str] = {
     # "srun: error: node1: tasks 0,2,6: Killed", "tasks 9-10,12-15: Terminated". The task id is the
     # Slurm task rank, the training rank when srun starts one task per GPU.
     "lc-srun-task": r"srun: error: (?P<host>[\w.-]+): tasks? (?P<value>\d[\d,-]*): (?:Exited with exit code (?P<exitcode>\d+)|(?P<signal>Killed|Terminated|Aborted|Segmentation fault|Bus error|Floating point exception|Illegal instruction|Hangup|Interrupt))",
+    # HPE Cray PALS's mpiexec (Polaris, Aurora and other Cray EX systems), one line per rank that
+    # ended abnormally, in the order it saw them: "x3200c0s19b1n0.hsn.cm.polaris.alcf.anl.gov: rank 0
+    # exited with code 134", "x4217c5s2b0n0: rank 5 died from signal 11", "... died from signal 6 and
+    # dumped core" (real logs); a code above 128 is a shell's report of signal code-128; the ranks
+    # it reports dying of SIGTERM after the first are the ones it stopped
+    "lc-pals-rank": r"^(?P<host>[\w.-]+): rank (?P<rank>\d+) (?:exited with code (?P<exitcode>\d+)|died from signal (?P<signal_num>\d+))(?: and dumped core)?\s*$",
     # Hugging Face text-generation-inference's launcher (launcher/src/main.rs): a shard process that
     # died of a signal, in the shard's tracing span ("... with signal 7 rank=1")
     "lc-tgi-signal": r"Shard process was signaled to shutdown with signal (?P<signal_num>\d+)(?: rank=(?P<rank>\d+))?",
@@ -162,6 +168,17 @@ FACTS: dict[str, str] = {
     # store_based_barrier_key:1 to store for rank: 2" (a rank outside the world: claims.py)
     "self-rank-store-key": r"Added key: store_based_barrier_key:1 to store for rank: (?P<rank>\d+)",
     "self-rank-pg-destroyed": r"Process Group destroyed on rank (?P<rank>\d+)",
+    # the job's word that its work ended normally: torchelastic's agent ("[default] worker group
+    # successfully finished. Waiting 300 seconds for other agents to finish." and "Local worker
+    # group finished (WorkerState.SUCCEEDED)", torch/distributed/elastic/agent/server/api.py),
+    # DeepSpeed's launcher per worker ("Process 23917 exits successfully.", deepspeed/launcher/
+    # launch.py), Hugging Face Trainer's closing metrics ("{'train_runtime': 601.9411,
+    # 'train_samples_per_second': ...") and Lightning's fit loop ("`Trainer.fit` stopped:
+    # `max_epochs=10` reached."). What peers print after it about a peer that left is teardown
+    # (diagnose/ranktable.py _teardown).
+    "run-done": r"\bworker group successfully finished\.|Local worker group finished \(WorkerState\.SUCCEEDED\)|"
+                r"\bProcess \d+ exits successfully\.|\{'train_runtime': [\d.]+, 'train_samples_per_second': |"
+                r"`Trainer\.fit` stopped: `max_(?:epochs|steps)=\S+` reached\.",
     # c10d's wait for a key of the default group's gloo addresses, which ends in the global rank
     # that should have published it (TCPStore: "wait timeout after 10000ms, keys:
     # /default_pg/0//cpu//0/3"): a wait for a rank outside the others' world is claims.py's

@@ -54,7 +54,7 @@ class Attributed:
 
 def attribute(kb: KnowledgeBase, scan: ScanResult) -> Attributed:
     summary = read_launcher(scan.facts)
-    events = _unknown_warnings(kb, _escalate_repeats(kb, _dedupe(scan.events))) + _fact_events(kb, scan)
+    events = _unknown_warnings(kb, _escalate_repeats(kb, _dedupe(scan.events), scan)) + _fact_events(kb, scan)
     events = _beyond_world_waits(kb, events)
     events = _inside_launcher_records(events, summary)
     events = _spawn_blocks(events, scan)
@@ -229,22 +229,56 @@ def _dedupe(events: list[Event]) -> list[Event]:
     return out
 
 
-def _escalate_repeats(kb: KnowledgeBase, events: list[Event]) -> list[Event]:
+def _escalate_repeats(kb: KnowledgeBase, events: list[Event], scan: ScanResult) -> list[Event]:
     """A line that is harmless once (an overflow skip) is a failure when it keeps coming:
     its ``repeat_cause`` threshold (entry data) turns its events into causes. (The scanner
-    keeps the first and last occurrences of a line; ``folded`` counts those between.)"""
+    keeps the first and last occurrences of a line; ``folded`` counts those between.)
+
+    ... unless the streak stopped and the program went on: in every source where it
+    occurred, it was followed by at least as many lines as it had (and ten or more), none of
+    them a failure (a cause line, an exception, a fatal line), and the source did not end in
+    an error. Then the repeats were a transient the program got past (the fp16 loss scaler
+    searching down from its initial scale, connection retries that then succeeded)."""
     counts: dict[tuple[str, str], int] = {}
+    last: dict[tuple[str, str], dict[str, int]] = {}
     for e in events:
-        counts[(e.entry, e.signature)] = counts.get((e.entry, e.signature), 0) + 1 + e.folded
+        k = (e.entry, e.signature)
+        counts[k] = counts.get(k, 0) + 1 + e.folded
+        at = last.setdefault(k, {})
+        at[e.source] = max(at.get(e.source, 0), e.line)
     out = []
+    transient: dict[tuple[str, str], bool] = {}
     for e in events:
+        k = (e.entry, e.signature)
         sig = kb.signature(e.entry, e.signature)
         n = sig.repeat_cause if sig is not None else None
-        if n and counts[(e.entry, e.signature)] >= n and e.role != "cause":
+        if n and counts[k] >= n and e.role != "cause":
+            if k not in transient:
+                transient[k] = _got_past_streak(scan, events, k, counts[k], last[k])
+            if transient[k]:
+                e = e.copy()
+                e.captures["streak_got_past"] = str(counts[k])  # engine.streak_notes names it
+                out.append(e)
+                continue
             e = e.copy(role="cause")
-            e.captures["repeats"] = str(counts[(e.entry, e.signature)])
+            e.captures["repeats"] = str(counts[k])
         out.append(e)
     return out
+
+
+def _got_past_streak(scan: ScanResult, events: list[Event], key: tuple[str, str], count: int,
+                     last: dict[str, int]) -> bool:
+    """Whether a repeated line's streak stopped while every source it occurred in went on
+    cleanly after it (see ``_escalate_repeats``)."""
+    lines = {s.path: s.lines for s in scan.inputs}
+    ended_in_error = {f.source for f in scan.tails if f.fact == "end-error"}
+    for source, at in last.items():
+        if source in ended_in_error or lines.get(source, 0) - at < max(count, 10):
+            return False
+    if any(e.source in last and e.line > last[e.source] and e.role == "cause" and (e.entry, e.signature) != key
+           for e in events):
+        return False
+    return not any(f.source in last and f.line > last[f.source] and f.fact in _FACT_ROLES for f in scan.facts)
 
 
 def _fact_events(kb: KnowledgeBase, scan: ScanResult) -> list[Event]:

@@ -183,7 +183,8 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, 
     seen = sorted(w.att.seen)
     count = w.att.world_size or (max(seen) + 1 if seen else 0)
     warnings += ras_notes(w.att.ras, w.failed)
-    warnings += handled_notes(w.table.handled, w.table.got_past)
+    warnings += handled_notes(w.table.handled, w.table.got_past, w.table.teardown)
+    warnings += streak_notes(w.att.events)
     if w.restarted is not None:
         warnings.append(restarts.note(w.restarted))
     if not w.failed:
@@ -194,7 +195,8 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, 
     return Diagnosis(verdict, findings, count, seen, inputs, warnings, table=w.table, weighing=w)
 
 
-def handled_notes(handled: dict[tuple[str, int], Event], got_past: set = frozenset()) -> list[str]:
+def handled_notes(handled: dict[tuple[str, int], Event], got_past: set = frozenset(),
+                  teardown: set = frozenset()) -> list[str]:
     """One note per failure the program got past (a logged exception, a warning or error
     record), at its first place, with how many more lines (copies in other files, other
     ranks) say the same. ``got_past``: the places whose rank went on to later steps while
@@ -209,6 +211,10 @@ def handled_notes(handled: dict[tuple[str, int], Event], got_past: set = frozens
         ranks = sorted({e.rank for _, e in places if e.rank is not None})
         more = (f", and {len(places) - 1} more line(s) like it" if len(places) > 1 else "") + \
             (f" ({ranks_phrase(ranks)})" if ranks else "")
+        if (source, line) in teardown:
+            notes.append(f"{source}:{line}: a peer's departure reported after the job said its work ended normally: "
+                         f"\"{message}\"{more}: read as the job's teardown, not as a failure")
+            continue
         kind = ("an exception the program logged and got past" if ev.signature == "python-exception"
                 else f"a warning the program went on from ({what})" if warning_record(ev.text)
                 else f"an error record the program went on from ({what})")
@@ -216,6 +222,21 @@ def handled_notes(handled: dict[tuple[str, int], Event], got_past: set = frozens
                "the failure started" if (source, line) in got_past else
                "every rank went on working after it and none died or waited, so it is not read as a failure")
         notes.append(f"{source}:{line}: {kind}: \"{message}\"{more}: {why}")
+    return notes
+
+
+def streak_notes(events: list[Event]) -> list[str]:
+    """One note per repeated line whose streak the program got past (attribution's
+    ``_escalate_repeats``), at its first place."""
+    notes, seen = [], set()
+    for ev in events:
+        n = ev.captures.get("streak_got_past")
+        if n is None or (ev.entry, ev.signature) in seen:
+            continue
+        seen.add((ev.entry, ev.signature))
+        _, at = parse_prefix(ev.text)
+        notes.append(f"{ev.source}:{ev.line}: a line repeated {n} times ({ev.entry}), then stopped while the program "
+                     f"went on without a failure: \"{ev.text[at:].strip()[:120]}\": read as a passing streak, not as a failure")
     return notes
 
 

@@ -68,6 +68,9 @@ class LauncherSummary:
     # torchrun's summary says a worker failed ("train.py FAILED" above its Failures / Root
     # Cause sections), whether or not the paste goes on to say which one and how
     failed_reported: bool = False
+    # where the job said its work ended normally (facts "run-done": torchelastic's "worker group
+    # successfully finished", DeepSpeed's "exits successfully", a trainer's closing summary)
+    done: list[Fact] = field(default_factory=list)
 
     @property
     def sigterm_pids(self) -> set[int]:
@@ -94,6 +97,8 @@ def read_launcher(facts: list[Fact]) -> LauncherSummary:
     for f in facts:
         if f.fact.startswith(("tr-", "ds-", "lc-")):
             by_source.setdefault(f.source, []).append(f)
+        elif f.fact == "run-done":
+            summary.done.append(f)
     for source, items in by_source.items():
         items.sort(key=lambda f: f.line)
         first_of_source = len(summary.records)  # records before it are other sources'
@@ -152,6 +157,19 @@ def read_launcher(facts: list[Fact]) -> LauncherSummary:
                 summary.records.append(
                     ExitRecord(source, f.line, f.line, rank=_i(f.captures.get("rank")), host=f.host,
                                exitcode=code, time=f.time, root_cause=first, block=False)
+                )
+            elif f.fact == "lc-pals-rank":
+                code = _i(f.captures.get("exitcode"))
+                if code is not None and code > 128:
+                    code = 128 - code
+                sig = _i(f.captures.get("signal_num"))
+                if sig is not None:
+                    code = -sig
+                after_first = len(summary.records) > first_of_source
+                summary.records.append(
+                    ExitRecord(source, f.line, f.line, rank=_i(f.captures.get("rank")), host=f.captures.get("host") or f.host,
+                               exitcode=code, time=f.time, root_cause=not after_first, block=False,
+                               killed_by_launcher=after_first and code in (-9, -15))
                 )
             elif f.fact == "lc-spawn-exited":
                 # torch.multiprocessing.spawn: the first process join() saw fail; a signal by name

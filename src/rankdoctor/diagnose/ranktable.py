@@ -133,6 +133,9 @@ class RankTable:
     handled: dict = field(default_factory=dict)
     # of those, the places whose rank went on to later steps while another rank failed after them
     got_past: set = field(default_factory=set)
+    # (their places) reports of a peer that left, printed after the job said its work ended
+    # normally, with nothing failed (``_teardown``)
+    teardown: set = field(default_factory=set)
     # the user (diagnose --hung) or watch (no line for a while) says the job stopped making
     # progress and no line shows a failure: the logs end where it hung, and every rank was
     # waiting (``mark_hung``, called by the engine, which decides whether a failure shows)
@@ -285,8 +288,35 @@ def time_key(e: Event) -> tuple:
     return (e.ts if e.ts is not None else math.inf, e.source, e.line)
 
 
+def _teardown(kb: KnowledgeBase, events: list[Event], summary) -> dict[tuple[str, int], Event]:
+    """Reports of a peer that left, printed after the job said its work ended normally
+    (``summary.done``: torchelastic's "worker group successfully finished", DeepSpeed's
+    "exits successfully", a trainer's closing summary), when they are every wait the logs
+    show and nothing failed by itself: no cause line, exception or fatal line, no failed exit.
+    Processes leave at their own pace after the work, and their peers' communicators see them
+    go (NCCL's "[Service thread] Connection closed by localRank 1"): the job's teardown. A wait
+    that timed out after the end is no teardown (a final save or barrier that hung)."""
+    if not summary.done or summary.failed_reported or any(r.exitcode for r in summary.records):
+        return {}
+    if any(e.role in ("cause", TRACE, FATAL) for e in events):
+        return {}
+    out: dict[tuple[str, int], Event] = {}
+    for e in events:
+        if e.role != "symptom" or "launcher" in e.captures:
+            continue
+        if e.cap_int("timeout_ms") is not None or not reports_lost_peer(kb, e):
+            return {}
+        if not any((d.source == e.source and d.line < e.line) or (d.ts is not None and e.ts is not None and d.ts < e.ts)
+                   for d in summary.done):
+            return {}
+        out.setdefault(e.where, e)
+    return out
+
+
 def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" = None) -> RankTable:
-    events = att.events
+    # a peer's departure reported after the job said it finished, with nothing failed: teardown
+    teardown = _teardown(kb, att.events, att.summary)
+    events = [e for e in att.events if e.where not in teardown] if teardown else att.events
     ranks = set(att.seen)
     expected = set(range(att.world_size)) if att.world_size else (set(range(max(ranks) + 1)) if ranks else set())
     rows: dict[int, RankRow] = {}
@@ -383,6 +413,7 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
     # kernel that fell back, a skipped upload)
     got_past = _got_past(kb, rows, counted, handled)
     handled.update(got_past)
+    handled.update(teardown)
     if handled:
         for rw in rows.values():
             rw.failures = [f for f in rw.failures if f.where not in handled]
@@ -479,7 +510,7 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
                      odd_waiters=_odd_waiters(sites, expected or set(rows)),
                      stop_signal=any(e.role == "symptom" and e.rank is None and e.entry and _explains_a_stop(kb, e.entry)
                                      for e in events),
-                     handled=handled, got_past=set(got_past))
+                     handled=handled, got_past=set(got_past), teardown=set(teardown))
 
 
 _TRACEBACK_HEAD = re.compile(r"Traceback \(most recent call last\):")
