@@ -261,9 +261,20 @@ An eighteenth set (``--fresh 23``), written down after the seventeenth had been 
 * ``none-oom-retry``  a healthy run: at LAB_STEP the culprit tries to build an in-memory feature
                       cache too large for host memory, logs the allocator's error with its
                       traceback (``log.exception``) and goes on without the cache.
+
+A nineteenth set (``--fresh 24``), written down after the eighteenth had been learned from:
+
+* ``group-order``     at LAB_STEP every rank builds two sub-groups (the even ranks and the odd
+                      ranks) with ``dist.new_group``, each rank in the same order except the
+                      culprit, whose code builds them the other way round; then each rank
+                      all_reduces a metric in its own sub-group.
+* ``none-atexit-error`` a healthy run: every rank trains to the end and exits; the culprit's
+                      metrics client flushes in an ``atexit`` handler that cannot reach its
+                      endpoint (Python prints "Error in atexit._run_exitfuncs" with the traceback).
 """
 
 import argparse
+import atexit
 import ctypes
 import os
 import pickle
@@ -399,6 +410,10 @@ def main():
         dist.init_process_group("nccl", timeout=timedelta(seconds=float(os.environ.get("LAB_PG_TIMEOUT", "15"))))
     rank, world = setup()
     culprit = rank in lab_culprits(1)
+    if FAULT == "none-atexit-error" and culprit:
+        def flush_metrics():
+            raise ConnectionError("metrics endpoint http://metrics.internal:9091 refused the connection while flushing")
+        atexit.register(flush_metrics)
     step_at = lab_int("LAB_STEP", 4)
     no_ddp = FAULT in ("detail-allreduce", "none-noddp")
     if no_ddp:
@@ -626,6 +641,18 @@ def main():
                     time.sleep(per)
                 dist.barrier()
                 log.info("rank %d passed the evaluation barrier", rank)
+            if FAULT == "group-order" and step == step_at:
+                evens, odds = list(range(0, world, 2)), list(range(1, world, 2))
+                log.info("rank %d building the even and odd sub-groups", rank)
+                if culprit:  # this rank's helper builds them the other way round
+                    g_odd = dist.new_group(odds)
+                    g_even = dist.new_group(evens)
+                else:
+                    g_even = dist.new_group(evens)
+                    g_odd = dist.new_group(odds)
+                metric = torch.tensor([float(rank)])
+                dist.all_reduce(metric, group=g_even if rank % 2 == 0 else g_odd)
+                log.info("rank %d sub-group metric %.1f", rank, metric.item())
             if FAULT == "main-first-exception" and step == step_at:
                 if rank == 0:
                     log.info("rank 0 preparing the validation split (main process first)")
@@ -821,7 +848,7 @@ def main():
             log.info("rank %d: epoch finished after %d steps, shutting down", rank, step_at)
             dist.destroy_process_group()
             return
-        if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry"):
+        if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry", "none-atexit-error"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")

@@ -1227,7 +1227,25 @@ MATRIX_FRESH23: dict = {
                                         "ERROR level and trains on without the cache"),
                        [(4, (1,), 3, True), (3, (2,), 2, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23}
+# A nineteenth draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-06 after the
+# eighteenth (MATRIX_FRESH23) had been learned from, before any of these ran through rankdoctor.
+# group-order runs at 4 ranks only (at 3 the odd group is one rank, and the culprit's order can
+# leave every collective completing).
+_KINDS.update({
+    "group-order": ("group-order", "collective-desync", "collective-sequence-mismatch",
+                    "builds the odd-rank sub-group before the even-rank one at step {s} (every other rank builds "
+                    "them the other way round), so its process groups do not line up with its peers'", {},
+                    [r"rank {c} building the even and odd sub-groups"]),
+})
+
+MATRIX_FRESH24: dict = {
+    "group-order": (_mx_kind("group-order"), [(4, (2,), 3, True), (4, (1,), 2, False)]),
+    "none-atexit-error": (_mx_healthy_step("none-atexit-error", "every rank trains to the end; rank {c}'s metrics "
+                                           "client flushes in an atexit handler that cannot reach its endpoint, and "
+                                           "Python prints the exception it ignored at exit"),
+                          [(4, (3,), 3, True), (3, (1,), 2, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23, 24: MATRIX_FRESH24}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
