@@ -212,7 +212,7 @@ def handled_notes(handled: dict[tuple[str, int], Event], got_past: set = frozens
         more = (f", and {len(places) - 1} more line(s) like it" if len(places) > 1 else "") + \
             (f" ({ranks_phrase(ranks)})" if ranks else "")
         if (source, line) in teardown:
-            notes.append(f"{source}:{line}: a peer's departure reported after the job said its work ended normally: "
+            notes.append(f"{source}:{line}: printed by the communication layer after the job said its work ended normally: "
                          f"\"{message}\"{more}: read as the job's teardown, not as a failure")
             continue
         kind = ("an exception the program logged and got past" if ev.signature == "python-exception"

@@ -289,28 +289,37 @@ def time_key(e: Event) -> tuple:
 
 
 def _teardown(kb: KnowledgeBase, events: list[Event], summary) -> dict[tuple[str, int], Event]:
-    """Reports of a peer that left, printed after the job said its work ended normally
-    (``summary.done``: torchelastic's "worker group successfully finished", DeepSpeed's
-    "exits successfully", a trainer's closing summary), when they are every wait the logs
-    show and nothing failed by itself: no cause line, exception or fatal line, no failed exit.
-    Processes leave at their own pace after the work, and their peers' communicators see them
-    go (NCCL's "[Service thread] Connection closed by localRank 1"): the job's teardown. A wait
-    that timed out after the end is no teardown (a final save or barrier that hung)."""
+    """What the communication layer printed while the job was torn down, after it said its work
+    ended normally (``summary.done``: torchelastic's "worker group successfully finished",
+    DeepSpeed's "exits successfully", a trainer's closing summary), when nothing failed by
+    itself: no exception or fatal line, no failed exit, and every failure line after the end is
+    either a report of a peer that left or an NCCL record at INFO level (its error-return trace
+    "misc/socket.cc:47 -> 3", "Abort COMPLETE"). Processes leave at their own pace after the work,
+    and their peers' communicators see them go (NCCL's "[Service thread] Connection closed by
+    localRank 1"). A wait that timed out after the end is no teardown (a final save or barrier
+    that hung), nor is a failure line printed before the end."""
     if not summary.done or summary.failed_reported or any(r.exitcode for r in summary.records):
         return {}
-    if any(e.role in ("cause", TRACE, FATAL) for e in events):
-        return {}
+
+    def after_done(e: Event) -> bool:
+        return any((d.source == e.source and d.line < e.line) or (d.ts is not None and e.ts is not None and d.ts < e.ts)
+                   for d in summary.done)
+
     out: dict[tuple[str, int], Event] = {}
     for e in events:
-        if e.role != "symptom" or "launcher" in e.captures:
-            continue
-        if e.cap_int("timeout_ms") is not None or not reports_lost_peer(kb, e):
+        if e.role in (TRACE, FATAL):
             return {}
-        if not any((d.source == e.source and d.line < e.line) or (d.ts is not None and e.ts is not None and d.ts < e.ts)
-                   for d in summary.done):
+        if e.role not in ("cause", "symptom") or "launcher" in e.captures:
+            continue
+        if e.cap_int("timeout_ms") is not None or not after_done(e):
+            return {}
+        if not (_NCCL_INFO.search(e.text) or (e.role == "symptom" and reports_lost_peer(kb, e))):
             return {}
         out.setdefault(e.where, e)
     return out
+
+
+_NCCL_INFO = re.compile(r"\bNCCL INFO\b")
 
 
 def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" = None) -> RankTable:
