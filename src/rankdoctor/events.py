@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Union
 
-FIRST = 64  # occurrences kept from the start of each kind of line (every scenario has at most 35)
+FIRST = 128  # occurrences kept from the start of each kind of line (a real log of four ranks' interleaved tracebacks has 84 frames of one kind)
 LAST = 16  # ... and from its end (the last signs of a rank, a traceback's last frames)
 # a launcher summary has one record of several lines per failed worker: keep the records
 # of a large job whole (a record's lines are different facts, folded at the same count)
