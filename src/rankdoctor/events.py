@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Union
 
-FIRST = 128  # occurrences kept from the start of each kind of line (a real log of four ranks' interleaved tracebacks has 84 frames of one kind)
+FIRST = 64  # occurrences kept from the start of each kind of line
 LAST = 16  # ... and from its end (the last signs of a rank, a traceback's last frames)
+FRAME_FIRST = 256  # ... of a Python traceback frame (a real log of four ranks' interleaved tracebacks has 84 of one kind; entries read frames)
 # a launcher summary has one record of several lines per failed worker: keep the records
 # of a large job whole (a record's lines are different facts, folded at the same count)
 LAUNCHER_FIRST = 4096
@@ -152,7 +153,7 @@ class ScanResult:
     def add_fact(self, f: Fact) -> Sample:
         """Count a fact; as ``add_event``."""
         identity = tuple(f.captures.get(k) for k in FACT_IDENTITY)
-        cap = LAUNCHER_FIRST if f.fact.startswith(("tr-", "ds-")) else FIRST
+        cap = LAUNCHER_FIRST if f.fact.startswith(("tr-", "ds-")) else FRAME_FIRST if f.fact == "py-frame" else FIRST
         return self._push((f.source, f.rank, f.local_rank, f.host, None, None, f.fact, *identity), f, cap)
 
     def _push(self, key: tuple, item: Item, cap: int) -> Sample:
