@@ -56,6 +56,7 @@ def attribute(kb: KnowledgeBase, scan: ScanResult) -> Attributed:
     summary = read_launcher(scan.facts)
     events = _unknown_warnings(kb, _escalate_repeats(kb, _dedupe(scan.events), scan)) + _fact_events(kb, scan)
     events = _beyond_world_waits(kb, events)
+    events = _daemon_lines(events)
     events = _inside_launcher_records(events, summary)
     events = _spawn_blocks(events, scan)
     events = _one_rank_sources(_device_owners(_stream_below([_stream_owner(e) for e in events])), scan)
@@ -310,6 +311,25 @@ def _fact_events(kb: KnowledgeBase, scan: ScanResult) -> list[Event]:
         role = ACTIVITY if f.fact == "activity" else TAIL
         out.append(Event("", "last-line" if role == TAIL else "last-activity", role, f.source, f.line, f.text, f.rank,
                          f.local_rank, f.host, None, None, f.time, f.ts, {}))
+    return out
+
+
+# (after the prefixes parse_prefix reads; srun -l's "N: " label is the source's dialect, read by
+# the scanner, so it is allowed here, behind a pasted quote's "> ")
+_DAEMON = re.compile(r"(?:>\s*)?(?:\d+:\s+)?slurmstepd(?:-\S+)?: ")
+
+
+def _daemon_lines(events: list[Event]) -> list[Event]:
+    """A Slurm step daemon's message ("slurmstepd: error: Detected 1 oom_kill event in StepId=...")
+    that srun -l printed under a task's label ("0: slurmstepd: ...") is about the step, not said
+    by that task: the label's rank is not the line's (a rank the message itself names is kept)."""
+    out = []
+    for ev in events:
+        if ev.rank is not None and "rank" not in ev.captures:
+            _, at = parse_prefix(ev.text)
+            if _DAEMON.match(ev.text, at):
+                ev = ev.copy(rank=None, local_rank=None)
+        out.append(ev)
     return out
 
 
