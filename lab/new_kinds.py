@@ -271,6 +271,12 @@ A nineteenth set (``--fresh 24``), written down after the eighteenth had been le
 * ``none-atexit-error`` a healthy run: every rank trains to the end and exits; the culprit's
                       metrics client flushes in an ``atexit`` handler that cannot reach its
                       endpoint (Python prints "Error in atexit._run_exitfuncs" with the traceback).
+
+A twentieth set (``--fresh 25``), written down after the nineteenth had been learned from:
+
+* ``scatter-short``   at LAB_STEP rank 0 (always the culprit) scatters per-rank loss weights to every rank from a list
+                      built for one rank fewer than the job has (a world size cached before a
+                      resize).
 """
 
 import argparse
@@ -653,6 +659,12 @@ def main():
                 metric = torch.tensor([float(rank)])
                 dist.all_reduce(metric, group=g_even if rank % 2 == 0 else g_odd)
                 log.info("rank %d sub-group metric %.1f", rank, metric.item())
+            if FAULT == "scatter-short" and step == step_at:
+                weight = torch.empty(1)
+                parts = [torch.full((1,), 1.0 / (r + 1)) for r in range(world - 1)] if rank == 0 else None
+                log.info("rank %d receiving its loss weight", rank)
+                dist.scatter(weight, scatter_list=parts, src=0)
+                log.info("rank %d loss weight %.3f", rank, weight.item())
             if FAULT == "main-first-exception" and step == step_at:
                 if rank == 0:
                     log.info("rank 0 preparing the validation split (main process first)")
