@@ -133,8 +133,8 @@ class RankTable:
     handled: dict = field(default_factory=dict)
     # of those, the places whose rank went on to later steps while another rank failed after them
     got_past: set = field(default_factory=set)
-    # (their places) reports of a peer that left, printed after the job said its work ended
-    # normally, with nothing failed (``_teardown``)
+    # (their places) what the communication layer printed after the job said its work ended
+    # normally, with nothing failed: peers that left, NCCL's INFO records (``_teardown``)
     teardown: set = field(default_factory=set)
     # the user (diagnose --hung) or watch (no line for a while) says the job stopped making
     # progress and no line shows a failure: the logs end where it hung, and every rank was
@@ -323,7 +323,7 @@ _NCCL_INFO = re.compile(r"\bNCCL INFO\b")
 
 
 def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" = None) -> RankTable:
-    # a peer's departure reported after the job said it finished, with nothing failed: teardown
+    # what the communication layer printed after the job said it finished, with nothing failed: teardown
     teardown = _teardown(kb, att.events, att.summary)
     events = [e for e in att.events if e.where not in teardown] if teardown else att.events
     ranks = set(att.seen)
