@@ -325,7 +325,7 @@ def _daemon_lines(events: list[Event]) -> list[Event]:
     by that task: the label's rank is not the line's (a rank the message itself names is kept)."""
     out = []
     for ev in events:
-        if ev.rank is not None and "rank" not in ev.captures:
+        if ev.rank is not None and "rank" not in ev.captures and "slurmstepd" in ev.text:
             _, at = parse_prefix(ev.text)
             if _DAEMON.match(ev.text, at):
                 ev = ev.copy(rank=None, local_rank=None)

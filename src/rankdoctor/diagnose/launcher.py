@@ -150,18 +150,14 @@ def read_launcher(facts: list[Fact]) -> LauncherSummary:
             elif f.fact == "lc-horovod-exit":
                 # Horovod prints each worker's non-zero exit as it happens: the first is the
                 # first to end; a shell's 128+N is signal N
-                code = _i(f.captures.get("exitcode"))
-                if code is not None and code > 128:
-                    code = 128 - code
+                code = _shell_status(f.captures.get("exitcode"))
                 first = not any(r.root_cause for r in summary.records[first_of_source:])
                 summary.records.append(
                     ExitRecord(source, f.line, f.line, rank=_i(f.captures.get("rank")), host=f.host,
                                exitcode=code, time=f.time, root_cause=first, block=False)
                 )
             elif f.fact == "lc-pals-rank":
-                code = _i(f.captures.get("exitcode"))
-                if code is not None and code > 128:
-                    code = 128 - code
+                code = _shell_status(f.captures.get("exitcode"))
                 sig = _i(f.captures.get("signal_num"))
                 if sig is not None:
                     code = -sig
@@ -263,6 +259,13 @@ def _signal_code(name: str | None) -> int | None:
         return -int(signal.Signals[name]) if name else None
     except KeyError:
         return None
+
+
+def _shell_status(v: str | None) -> int | None:
+    """An exit status as a shell reports it (128+N for death by signal N) in the launcher's
+    convention (-N)."""
+    code = _i(v)
+    return 128 - code if code is not None and code > 128 else code
 
 
 def _i(v: str | None) -> int | None:
