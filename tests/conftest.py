@@ -44,6 +44,15 @@ def diagnose_lab_run(kb, case: Path):
     return diagnose_paths(kb, paths, lambda s: scan_sources(kb, s, scanner))[0]
 
 
+def edited_copy(tmp_path: Path, log: Path, keep) -> Path:
+    """A copy of a real log with only the lines ``keep(number, line)`` accepts (numbered from 1):
+    the same evidence cut short or without one line, to test what that line decides."""
+    lines = log.read_text(encoding="utf-8").splitlines()
+    out = tmp_path / f"edited-{log.parent.name}.log"
+    out.write_text("".join(ln + "\n" for no, ln in enumerate(lines, 1) if keep(no, ln)), encoding="utf-8")
+    return out
+
+
 def run_cli(*args: str, stdin: bytes | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "rankdoctor.cli", *args],

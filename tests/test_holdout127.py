@@ -9,7 +9,7 @@ import rankdoctor
 from rankdoctor.diagnose.launcher import read_launcher
 from rankdoctor.events import Fact
 
-from .conftest import SCENARIOS
+from .conftest import SCENARIOS, edited_copy
 
 DS = SCENARIOS / "real-holdout127"
 
@@ -26,9 +26,7 @@ def test_a_streak_of_overflow_skips_the_run_got_past_is_no_failure(tmp_path):
     assert d.verdict == "no-failure-found"
     assert any("read as a passing streak" in w for w in d.warnings)
     # the same lines cut where the streak ends: it runs to the end of the log, a failure
-    cut = tmp_path / "cut.log"
-    cut.write_text("\n".join(_log(case).split("\n")[:102]) + "\n", encoding="utf-8")
-    d = rankdoctor.diagnose(cut)
+    d = rankdoctor.diagnose(edited_copy(tmp_path, DS / case / "log.txt", lambda no, _: no <= 102))
     assert d.diagnoses and d.diagnoses[0].klass == "nan-divergence"
 
 
@@ -38,9 +36,7 @@ def test_a_peer_leaving_after_the_trainer_s_closing_summary_is_teardown(tmp_path
     assert d.verdict == "no-failure-found"
     assert any("read as the job's teardown" in w for w in d.warnings)
     # without the trainer's closing summary nothing says the work had ended: a lost peer
-    cut = tmp_path / "cut.log"
-    cut.write_text("\n".join(ln for ln in _log(case).split("\n") if "train_runtime" not in ln), encoding="utf-8")
-    d = rankdoctor.diagnose(cut)
+    d = rankdoctor.diagnose(edited_copy(tmp_path, DS / case / "log.txt", lambda _, ln: "train_runtime" not in ln))
     assert d.verdict != "no-failure-found" and d.diagnoses[0].klass == "peer-rank-crashed"
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import rankdoctor
 
-from .conftest import SCENARIOS
+from .conftest import SCENARIOS, edited_copy
 
 DT = SCENARIOS / "real-holdout128"
 
@@ -19,7 +19,5 @@ def test_nccl_info_error_returns_after_the_trainer_finished_are_teardown(tmp_pat
     assert d.verdict == "no-failure-found"
     assert any("read as the job's teardown" in w for w in d.warnings)
     # the same lines without the closing summary: nothing says the work had ended
-    cut = tmp_path / "cut.log"
-    cut.write_text("\n".join(ln for ln in case.read_text(encoding="utf-8").split("\n") if "train_runtime" not in ln),
-                   encoding="utf-8")
+    cut = edited_copy(tmp_path, case, lambda _, ln: "train_runtime" not in ln)
     assert rankdoctor.diagnose(cut).verdict != "no-failure-found"
