@@ -277,11 +277,32 @@ A twentieth set (``--fresh 25``), written down after the nineteenth had been lea
 * ``scatter-short``   at LAB_STEP rank 0 (always the culprit) scatters per-rank loss weights to every rank from a list
                       built for one rank fewer than the job has (a world size cached before a
                       resize).
+
+A twenty-first set (``--fresh 26``), written down after the twentieth had been learned from:
+
+* ``ckpt-read-race``  at LAB_STEP rank 0 saves a checkpoint the slow way (half the bytes, a flush,
+                      3 s on a slow file system, then the rest) while the culprit, which evaluates
+                      every new checkpoint, loads it as soon as the file appears: no barrier
+                      between the save and the load, so it reads a zip archive cut in half.
+* ``new-group-skip``  at LAB_STEP every rank but the culprit builds a sub-group of all ranks for
+                      its metrics with ``dist.new_group`` (the culprit's branch skips it: it
+                      logs no metrics) and all_reduces a metric in it; the culprit goes on to the
+                      next step's gradient all_reduce.
+* ``none-nan-skip``   a healthy run with a guard against non-finite losses: every step each rank
+                      computes its loss first and all_reduces a flag; at LAB_STEP the culprit's batch
+                      holds a NaN, it logs a warning with the NaN loss, and every rank skips that
+                      step's update together; training goes on to the end.
+
+(A restart that recovers, ``torchrun --max-restarts 1`` after a transient error in the first attempt,
+was tried first and dropped: under gloo in torch 2.13 the restarted workers' init_process_group
+fails with "Gloo connectFullMesh failed ... Connection refused" against the first attempt's
+addresses, so the job could not recover here.)
 """
 
 import argparse
 import atexit
 import ctypes
+import io
 import os
 import pickle
 import queue
@@ -601,6 +622,32 @@ def main():
                     log.info("rank %d starting the experiment tracker", rank)
                     import importlib
                     importlib.import_module("wandb")
+            if FAULT == "ckpt-read-race" and step == step_at:
+                path = os.path.join(os.environ.get("LAB_CKPT_DIR", tempfile.gettempdir()),
+                                    f"lab-{os.environ.get('MASTER_PORT')}-ckpt-step{step}.pt")
+                if rank == 0:
+                    log.info("rank 0 saving checkpoint to %s", path)
+                    buf = io.BytesIO()
+                    torch.save(model.module.state_dict(), buf)
+                    data = buf.getvalue()
+                    with open(path, "wb") as f:  # written in place, not to a temporary name
+                        f.write(data[:len(data) // 2])
+                        f.flush()
+                        time.sleep(3)  # the rest of the write on a slow shared file system
+                        f.write(data[len(data) // 2:])
+                    log.info("rank 0 saved checkpoint %s", path)
+                elif culprit:  # the evaluating rank picks up every new checkpoint it sees
+                    while not (os.path.exists(path) and os.path.getsize(path) > 0):
+                        time.sleep(0.05)
+                    log.info("rank %d evaluating the newest checkpoint %s", rank, path)
+                    model.module.load_state_dict(torch.load(path))
+            if FAULT == "new-group-skip" and step == step_at:
+                if not culprit:  # the culprit logs no metrics, so its branch never builds the group
+                    log.info("rank %d building the metrics group", rank)
+                    metrics = dist.new_group(list(range(world)))
+                    value = torch.tensor([float(rank)])
+                    dist.all_reduce(value, group=metrics)
+                    log.info("rank %d metric %.1f", rank, value.item())
             if FAULT in ("ckpt-stale", "ckpt-truncated") and step == step_at:
                 _resume(model, rank, world, culprit, step)
             if FAULT == "comm-hook-exception":
@@ -778,6 +825,20 @@ def main():
                 loss = torch.nn.functional.mse_loss(model(x), y)
                 backward_step(model, opt, loss, world)
             else:
+                if FAULT == "none-nan-skip":
+                    if culprit and step == step_at:
+                        x = x.clone()
+                        x[2, 1] = float("nan")  # a corrupt feature in this rank's batch
+                    with torch.no_grad():
+                        probe = torch.nn.functional.mse_loss(model.module(x), y)
+                    bad = torch.tensor([0.0 if torch.isfinite(probe) else 1.0])
+                    dist.all_reduce(bad)
+                    if not torch.isfinite(probe):
+                        log.warning("rank %d step %d: loss is %s, skipping this step's update on every rank",
+                                    rank, step, probe.item())
+                    if bad.item() > 0:
+                        log.info("rank %d step %d skipped (non-finite loss on %d rank(s))", rank, step, int(bad.item()))
+                        continue
                 loss = train_step(model, opt, x, y)
             log.info("rank %d step %d loss %.4f", rank, step, loss.item())
             if FAULT == "lr-divergence":
@@ -860,7 +921,8 @@ def main():
             log.info("rank %d: epoch finished after %d steps, shutting down", rank, step_at)
             dist.destroy_process_group()
             return
-        if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry", "none-atexit-error"):
+        if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry", "none-atexit-error",
+                     "none-nan-skip"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")

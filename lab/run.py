@@ -1259,7 +1259,31 @@ _KINDS.update({
 MATRIX_FRESH25: dict = {
     "scatter-short": (_mx_kind("scatter-short"), [(4, (0,), 3, True), (3, (0,), 2, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23, 24: MATRIX_FRESH24, 25: MATRIX_FRESH25}
+# A twenty-first draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-06 (twenty-fifth
+# session) after the twentieth (MATRIX_FRESH25) had been learned from, before it ran through
+# rankdoctor. ckpt-read-race's culprit is never rank 0 (rank 0 writes the checkpoint). (A restart that
+# recovers was dropped before the draw: under gloo the restarted workers could not connect.)
+_KINDS.update({
+    "ckpt-read-race": ("ckpt-read-race", "checkpoint-error", "checkpoint-truncated",
+                       "evaluates every new checkpoint as soon as its file appears: at step {s} it loads the one "
+                       "rank 0 is still writing (no barrier between save and load) and reads a zip archive cut in "
+                       "half", {}, [r"rank {c} evaluating the newest checkpoint"]),
+    "new-group-skip": ("new-group-skip", "collective-desync", "collective-sequence-mismatch",
+                       "skips building the metrics sub-group at step {s} (its branch logs no metrics) while every "
+                       "other rank builds it with dist.new_group and all_reduces a metric in it", {},
+                       [r"building the metrics group"]),
+})
+
+MATRIX_FRESH26: dict = {
+    "ckpt-read-race": (_mx_kind("ckpt-read-race"), [(4, (2,), 3, True), (3, (1,), 2, False)]),
+    "new-group-skip": (_mx_kind("new-group-skip"), [(4, (1,), 3, True), (3, (2,), 2, False)]),
+    "none-nan-skip": (_mx_healthy_step("none-nan-skip", "every rank checks its loss before the update and "
+                                       "all_reduces a flag; at step {s} rank {c}'s batch holds a NaN, it warns with "
+                                       "the NaN loss and every rank skips that step's update together, then trains "
+                                       "to the end"),
+                      [(4, (3,), 3, True), (3, (1,), 2, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23, 24: MATRIX_FRESH24, 25: MATRIX_FRESH25, 26: MATRIX_FRESH26}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
