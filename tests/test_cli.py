@@ -51,6 +51,21 @@ def test_json_schema_v1():
     assert d["inputs"][0]["lines"] == 6 and d["inputs"][0]["bytes"] > 0
 
 
+def test_json_carries_the_report_s_notes_when_it_has_some():
+    # a healthy run whose fp16 overflow skips stopped: the JSON says why it is not a failure, as
+    # the text does, in the optional key "notes" (absent when the report has none, above)
+    case = SCENARIOS / "real-holdout127" / "p4-healthy-ds-zero1-gpt2-fp16-initial-overflows" / "log.txt"
+    r = run_cli("diagnose", str(case), "--format", "json")
+    assert r.returncode == 0, r.stderr.decode()
+    d = json.loads(r.stdout)
+    from rankdoctor import schemas
+    schemas.validate("diagnosis", d)
+    assert d["verdict"] == "no-failure-found" and d["diagnoses"] == []
+    assert any("read as a passing streak" in n for n in d["notes"])
+    text = run_cli("diagnose", str(case)).stdout.decode()
+    assert all(n.split(": ")[0] in text for n in d["notes"])
+
+
 def test_text_report_names_what_where_why_and_what_to_do():
     r = run_cli("diagnose", str(DESYNC_CASE))
     out = r.stdout.decode()

@@ -97,6 +97,11 @@ class DiagnosisDoc(TypedDict):
     # local incident history's closest matches, best first; absent when no history was read
     similar_incidents: NotRequired[Annotated[list[SimilarIncidentDoc], Field(  # type: ignore[valid-type]
         description="past incidents from the local history most like this one, best first (absent when no history was consulted)")]]
+    # optional, added in place: the report's notes (absent when there are none)
+    notes: NotRequired[Annotated[list[str], Field(
+        description="what the report says besides its findings, one sentence each: inputs skipped or cut short, "
+                    "failure lines read as handled (a logged exception the program got past, a passing streak, "
+                    "the job's teardown), restarts, why a hang was assumed (absent when there are none)")]]
 
 
 @with_config(ConfigDict(extra="allow"))

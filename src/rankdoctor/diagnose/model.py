@@ -151,6 +151,10 @@ class Diagnosis:
             "ranks": {"count": self.ranks_count, "seen": self.ranks_seen},
             "inputs": [asdict(i) for i in self.inputs],
             **({"similar_incidents": self.similar} if self.similar is not None else {}),
+            # optional, added in place like similar_incidents: what the text report says
+            # besides its findings (inputs skipped or cut short, failures the program got
+            # past, teardown, restarts, why a hang was assumed); absent when there is none
+            **({"notes": list(self.warnings)} if self.warnings else {}),
         }
 
     @property
