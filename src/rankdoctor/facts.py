@@ -170,13 +170,15 @@ FACTS: dict[str, str] = {
     "self-rank-pg-destroyed": r"Process Group destroyed on rank (?P<rank>\d+)",
     # the job's word that its work ended normally: torchelastic's agent ("[default] worker group
     # successfully finished. Waiting 300 seconds for other agents to finish." and "Local worker
-    # group finished (WorkerState.SUCCEEDED)", torch/distributed/elastic/agent/server/api.py),
+    # group finished (WorkerState.SUCCEEDED)", torch/distributed/elastic/agent/server/api.py; the
+    # torchelastic package of 2020 said "[default] All workers successfully finished."),
     # DeepSpeed's launcher per worker ("Process 23917 exits successfully.", deepspeed/launcher/
     # launch.py), Hugging Face Trainer's closing metrics ("{'train_runtime': 601.9411,
     # 'train_samples_per_second': ...") and Lightning's fit loop ("`Trainer.fit` stopped:
     # `max_epochs=10` reached."). What peers print after it about a peer that left is teardown
     # (diagnose/ranktable.py _teardown).
     "run-done": r"\bworker group successfully finished\.|Local worker group finished \(WorkerState\.SUCCEEDED\)|"
+                r"\[\w+\] All workers successfully finished\.|"
                 r"\bProcess \d+ exits successfully\.|\{'train_runtime': [\d.]+, 'train_samples_per_second': |"
                 r"`Trainer\.fit` stopped: `max_(?:epochs|steps)=\S+` reached\.",
     # c10d's wait for a key of the default group's gloo addresses, which ends in the global rank

@@ -50,6 +50,22 @@ RECOVERED = 1.05  # a jump whose loss is back within this factor of the loss bef
 
 DETECTORS = ("loss-jump", "loss-scale-collapse", "nonfinite-grad-loss-jump")
 
+# the loss a line of work reports, in any of the usual spellings ("loss 13.2078", "loss: nan",
+# "'loss': 0.52", "loss=1.2e+00", "lm loss: 7.34E+00", "Loss 4.2262e+00 (4.3819e+00)"); not a
+# "loss scale: 8192" or a "val_loss"
+LOSS_VALUE = re.compile(r"""(?i)(?<![\w.])loss['"]?\s*[:=]?\s*['"]?(nan|[-+]?inf(?:inity)?|[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)(?![\w.])""")
+
+
+def reported_loss(text: str) -> float | None:
+    """The loss value a line reports (``LOSS_VALUE``), nan and inf included; None without one."""
+    m = LOSS_VALUE.search(text)
+    if not m:
+        return None
+    try:
+        return float(m[1])
+    except ValueError:
+        return None
+
 
 @dataclass(frozen=True)
 class Jump:

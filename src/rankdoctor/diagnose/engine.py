@@ -74,6 +74,10 @@ def weigh(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, wei
     weights = weights or default_weights()
     scan, restarted = restarts.scope(scan)
     att = attribute(kb, scan)
+    if restarted is not None and restarted.recovered is not None and not hung:
+        # the last attempt finished normally: the job recovered from the failure that made
+        # the launcher restart it (restarts.note says which), so the job did not fail
+        return Weighing(att, build_rank_table(kb, att, fr), None, [], 1.0, False, restarted)
     if fr is not None:
         att = Attributed(att.events + fr_events(fr), att.summary, att.seen, att.world_size, att.stacks, att.ras)
     table = build_rank_table(kb, att, fr)
@@ -183,7 +187,7 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, 
     seen = sorted(w.att.seen)
     count = w.att.world_size or (max(seen) + 1 if seen else 0)
     warnings += ras_notes(w.att.ras, w.failed)
-    warnings += handled_notes(w.table.handled, w.table.got_past, w.table.teardown)
+    warnings += handled_notes(w.table.handled, w.table.got_past, w.table.teardown, w.table.recovered)
     warnings += streak_notes(w.att.events)
     if w.restarted is not None:
         warnings.append(restarts.note(w.restarted))
@@ -196,7 +200,7 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, 
 
 
 def handled_notes(handled: dict[tuple[str, int], Event], got_past: set = frozenset(),
-                  teardown: set = frozenset()) -> list[str]:
+                  teardown: set = frozenset(), recovered: set = frozenset()) -> list[str]:
     """One note per failure the program got past (a logged exception, a warning or error
     record), at its first place, with how many more lines (copies in other files, other
     ranks) say the same. ``got_past``: the places whose rank went on to later steps while
@@ -211,6 +215,11 @@ def handled_notes(handled: dict[tuple[str, int], Event], got_past: set = frozens
         ranks = sorted({e.rank for _, e in places if e.rank is not None})
         more = (f", and {len(places) - 1} more line(s) like it" if len(places) > 1 else "") + \
             (f" ({ranks_phrase(ranks)})" if ranks else "")
+        if (source, line) in recovered:
+            notes.append(f"{source}:{line}: a non-finite loss ({what}): \"{message}\"{more}: its rank reported finite "
+                         "losses again later and no rank died or waited, so it is read as a bad step the program got "
+                         "past, not as a divergence")
+            continue
         if (source, line) in teardown:
             notes.append(f"{source}:{line}: printed by the communication layer after the job said its work ended normally: "
                          f"\"{message}\"{more}: read as the job's teardown, not as a failure")

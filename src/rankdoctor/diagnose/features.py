@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from ..events import Event
 from ..kb.loader import KnowledgeBase
 from .attribution import ACTIVITY, FATAL, TRACE
-from .hypotheses import MISMATCH_CLASSES, STRONG, Hypothesis, Kind, desync_strength, main_process_busy, most_named, named_by_peers, unnamed_failures_cut
+from .hypotheses import MISMATCH_CLASSES, STRONG, Hypothesis, Kind, desync_strength, main_process_busy, most_named, named_by_peers, smaller_side, unnamed_failures_cut
 from .ranktable import (
     FR_HANG, FR_MISMATCH, NUMERIC_CLASS, End, RankRow, RankTable, about_peer, fingerprint_minority, fingerprints_ahead,
     first_collective_hang, first_collective_stated, order, reports_lost_peer, same_block, same_clock,
@@ -104,6 +104,8 @@ FEATURES: dict[str, str] = {
     "claim_behind": "the claimed rank's step counter is behind every other rank's",
     "claim_behind_desync": "the entry explains ranks in different collectives and the claimed rank's step counter is behind every other rank's",
     "claim_working": "the claimed rank's last line is a line of work with a step counter, and it neither failed nor reported waiting, while other ranks waited",
+    "claim_blocked_apart": "the entry explains ranks in different collectives, and the claimed ranks are the smaller of two sides blocked apart: the ranks that waited in a collective, and the ranks that stopped together after a line of work the waiting ones never got to",
+    "claim_stopped_together": "the entry explains a late rank, and the claimed ranks are among ranks that stopped together after one line of work the waiting ranks never got to (blocked, not busy)",
     "claim_fr_mismatch": "the Flight Recorder dumps show the claimed rank's collectives differ from the others'",
     "claim_fr_behind": "the claimed ranks are the ones the Flight Recorder dumps show behind, stuck or without a dump while the others wait (by overlap)",
     "claim_outlived": "the claimed rank was left waiting by peers that ended without any failure, launcher stop or silence, having counted more steps: they finished, so it was in a collective they never issued",
@@ -362,6 +364,8 @@ def _claim(h: Hypothesis, cx: Context, lines: EntryLines) -> dict[str, float]:
     # ranks in different collectives: the one that stopped short of its peers' progress is the
     # one in the op they never issued (whichever side of the pair reported the mismatch)
     f["claim_behind_desync"] = f["claim_behind"] * float("desync" in explains)
+    f["claim_blocked_apart"] = float("desync" in explains and ranks == smaller_side(table))
+    f["claim_stopped_together"] = float("straggler" in explains and bool(table.stopped_side) and ranks <= table.stopped_side)
     f["claim_working"] = float(bool(others & cx.waiting) and all(
         rw.progress is not None and not rw.waits and not rw.own_failure for rw in rows))
     if h.entry.class_ in MISMATCH_CLASSES and table.expected:

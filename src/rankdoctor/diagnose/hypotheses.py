@@ -308,6 +308,10 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
     desync |= table.odd_senders  # the side of a rejected message that waited somewhere else
     desync |= table.in_step_senders_of  # a rejected message came from the op every other rank was in
     desync |= table.odd_waiters  # waited in another collective than every other rank
+    # ranks blocked apart, each side waiting for the other: the smaller side strayed
+    apart = smaller_side(table)
+    desync |= apart
+    group("desync", apart)
     group("desync", table.odd_waiters)
     desync |= outlived_peers(table)[0]
     early = left_early(table)
@@ -367,6 +371,17 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
             straggler |= never
             dead |= never
     return Suspects(desync, straggler, dead, set(table.p2p_cycle), groups)
+
+
+def smaller_side(table: RankTable) -> set[int]:
+    """Of ranks blocked apart (ranktable._blocked_apart: the ranks waiting in a collective, and
+    the ranks that stopped together after a line of work the waiting ones never got to), the
+    smaller side: the ranks whose path through the program differs from most ranks'. Empty at
+    a tie, or when the table shows no such split."""
+    w, s = table.waiting_side, table.stopped_side
+    if not w or not s or len(w) == len(s):
+        return set()
+    return set(w) if len(w) < len(s) else set(s)
 
 
 def most_named(causes: list[Event]) -> int | None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from ..events import Event
 from ..ingest.prefix import parse_prefix, progress_of
 from ..kb.loader import KnowledgeBase
+from ..trajectory import reported_loss
 from .attribution import ACTIVITY, FATAL, TAIL, TRACE, WARNED, Attributed
 from .collectives import CollectiveFinding, Report, analyse, collect_reports, minority
 from .launcher import ExitRecord
@@ -136,6 +137,9 @@ class RankTable:
     # (their places) what the communication layer printed after the job said its work ended
     # normally, with nothing failed: peers that left, NCCL's INFO records (``_teardown``)
     teardown: set = field(default_factory=set)
+    # (their places) non-finite losses after which their rank reported finite ones again
+    # (``_recovered_numeric``): a bad step the program got past
+    recovered: set = field(default_factory=set)
     # the user (diagnose --hung) or watch (no line for a while) says the job stopped making
     # progress and no line shows a failure: the logs end where it hung, and every rank was
     # waiting (``mark_hung``, called by the engine, which decides whether a failure shows)
@@ -158,6 +162,11 @@ class RankTable:
     # the rank that gave up waiting at a line of user code where no other rank waited, while
     # every other rank of the job waited at one same line: it was in another collective
     odd_waiters: set[int] = field(default_factory=set)
+    # ranks blocked apart (``_blocked_apart``): the ranks that reported waiting, and the ranks
+    # that stopped together after one line of work the waiting ranks never got to; empty when
+    # the logs do not show that
+    waiting_side: set[int] = field(default_factory=set)
+    stopped_side: set[int] = field(default_factory=set)
     # the launcher says the job was stopped from outside: a symptom line, with no rank, of an
     # entry that explains a straggler and not a lost peer ("Received 15 death signal, shutting
     # down workers")
@@ -294,7 +303,7 @@ def _teardown(kb: KnowledgeBase, events: list[Event], summary) -> dict[tuple[str
     DeepSpeed's "exits successfully", a trainer's closing summary), when nothing failed by
     itself: no exception or fatal line, no failed exit, and every failure line after the end is
     either a report of a peer that left or an NCCL record at INFO level (its error-return trace
-    "misc/socket.cc:47 -> 3", "Abort COMPLETE"). Processes leave at their own pace after the work,
+    "misc/socket.cc:47 -> 3", "Abort COMPLETE"), none of them an NCCL WARN record. Processes leave at their own pace after the work,
     and their peers' communicators see them go (NCCL's "[Service thread] Connection closed by
     localRank 1"). A wait that timed out after the end is no teardown (a final save or barrier
     that hung), nor is a failure line printed before the end."""
@@ -313,13 +322,17 @@ def _teardown(kb: KnowledgeBase, events: list[Event], summary) -> dict[tuple[str
             continue
         if e.cap_int("timeout_ms") is not None or not after_done(e):
             return {}
-        if not (_NCCL_INFO.search(e.text) or (e.role == "symptom" and reports_lost_peer(kb, e))):
+        if not (_NCCL_INFO.search(e.text) or (e.role == "symptom" and reports_lost_peer(kb, e))) or _NCCL_WARN.search(e.text):
             return {}
         out.setdefault(e.where, e)
     return out
 
 
 _NCCL_INFO = re.compile(r"\bNCCL INFO\b")
+# NCCL prints the errors it returns at WARN level ("NCCL WARN Net : Connection closed by remote
+# peer" in a collective); its own teardown ("[Service thread] Connection closed by localRank 1")
+# at INFO level: a WARN after the end is a communicator that was still in use, not teardown
+_NCCL_WARN = re.compile(r"\bNCCL WARN\b")
 
 
 def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" = None) -> RankTable:
@@ -422,6 +435,10 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
     # kernel that fell back, a skipped upload)
     got_past = _got_past(kb, rows, counted, handled)
     handled.update(got_past)
+    # a non-finite loss a rank printed, after which the same rank reported finite losses again
+    # and no rank died or waited: a bad step the program skipped, not a divergence
+    recovered = _recovered_numeric(kb, rows, counted)
+    handled.update(recovered)
     handled.update(teardown)
     if handled:
         for rw in rows.values():
@@ -519,7 +536,46 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
                      odd_waiters=_odd_waiters(sites, expected or set(rows)),
                      stop_signal=any(e.role == "symptom" and e.rank is None and e.entry and _explains_a_stop(kb, e.entry)
                                      for e in events),
-                     handled=handled, got_past=set(got_past), teardown=set(teardown))
+                     handled=handled, got_past=set(got_past), teardown=set(teardown),
+                     recovered=set(recovered), **_blocked_apart(rows, expected or set(rows)))
+
+
+_DIGITS = re.compile(r"\d+")
+_TOGETHER = 2.0  # seconds: lines of work this close were printed together (features.MIN_GAP)
+
+
+def _blocked_apart(rows: dict[int, RankRow], expected: set[int]) -> dict[str, set[int]]:
+    """Two groups of ranks, each waiting for the other: the ranks that reported waiting (a
+    timeout, a traceback cut off in a collective), with no failure of their own, and every
+    other rank of the job, two or more, which neither failed nor reported waiting and whose
+    last line of work is one and the same message (digits aside: "rank 0 building the metrics
+    group") printed within MIN_GAP of each other, a message none of the waiting ranks printed
+    as its last, after the waiting ranks' own last lines of work. Those ranks did not go on
+    working one by one as stragglers do: they stopped at once, at a step of the program the
+    waiting ranks never reached, so they are blocked too, in something the waiting ranks never
+    issued (a sub-group only they built, a collective in a branch the others skipped), while
+    the waiting ranks wait in an op they never issued. The side that strayed from the
+    program's path is the smaller one (features.py), with no way to tell at a tie."""
+    waiting = {r for r, rw in rows.items() if rw.waits and not rw.failures}
+    stopped = expected - waiting
+    if not waiting or len(stopped) < 2 or not stopped <= set(rows):
+        return {}
+    lasts = [rows[r].last_active for r in sorted(stopped)]
+    if any(ev is None or ev.ts is None or rows[ev.rank].waits or rows[ev.rank].failures
+           or rows[ev.rank].end in (End.own_death, End.died_waiting) for ev in lasts):
+        return {}
+    def message(ev: Event) -> str:
+        _, at = parse_prefix(ev.text)
+        return _DIGITS.sub("#", ev.text[at:]).strip()
+    said = {message(ev) for ev in lasts}
+    times = [ev.ts for ev in lasts]
+    if len(said) != 1 or max(times) - min(times) > _TOGETHER:
+        return {}
+    for r in waiting:
+        own = rows[r].last_active
+        if own is None or message(own) in said or order(own, min(lasts, key=lambda e: e.ts)) != -1:
+            return {}
+    return {"waiting_side": waiting, "stopped_side": stopped}
 
 
 _TRACEBACK_HEAD = re.compile(r"Traceback \(most recent call last\):")
@@ -612,6 +668,30 @@ def _got_past(kb: KnowledgeBase, rows: dict[int, RankRow], counted: dict[int, Ev
                 continue
             if any(g.where not in handled and order(f, g) == -1
                    for r2, rw2 in rows.items() if r2 != r for g in rw2.failures[:1]):
+                out.setdefault(f.where, f)
+    return out
+
+
+def _recovered_numeric(kb: KnowledgeBase, rows: dict[int, RankRow], counted: dict[int, Event]) -> dict[tuple[str, int], Event]:
+    """The lines of a numeric divergence (an entry of NUMERIC_CLASS, a cause line: "loss is nan")
+    after which the same rank's last line of work with a step counter (``counted``) reports a
+    finite, non-zero loss: the loss came back, so the non-finite value was one bad step that the
+    program skipped or survived (a loss guard that skips the update, an fp16 scaler's skipped
+    step), not a divergence, which stays non-finite (or falls to 0.0). Only when every rank
+    ended cleanly or is not known to have ended, and none reported waiting for a peer."""
+    if any(rw.end not in (End.clean, End.unknown) or rw.waits for rw in rows.values()):
+        return {}
+    out: dict[tuple[str, int], Event] = {}
+    for r, rw in rows.items():
+        later = counted.get(r)
+        if later is None or not rw.failures:
+            continue
+        loss = reported_loss(later.text)
+        if loss is None or not math.isfinite(loss) or loss == 0.0:
+            continue
+        for f in rw.failures:
+            if (f.role == "cause" and f.entry and kb.get(f.entry).class_ == NUMERIC_CLASS
+                    and order(f, later) == -1):
                 out.setdefault(f.where, f)
     return out
 

@@ -28,9 +28,11 @@ import re
 from dataclasses import dataclass
 
 from ..events import Event, Fact, Sample, ScanResult
+from ..ingest.prefix import parse_prefix
 from .attribution import FATAL, TRACE
 
 RESTART_FACT = "tr-restart"
+DONE_FACT = "run-done"
 AGENT_FAILED = "tr-agent-failed"
 _ATTEMPT_DIR = re.compile(r"attempt_(\d+)[/\\]")
 _GLOG_PID = re.compile(r"^[EWIF]\d{4} [\d:.]+ +(\d+) ")
@@ -41,6 +43,11 @@ class Scope:
     attempt: int  # the attempt kept (0-based), the first that failed
     attempts: int  # how many attempts the evidence shows
     left_out: int  # matched lines (events and facts kept by the scan) of the later attempts set aside
+    # the job recovered: the last attempt shows no failure of its own and ends with the job's
+    # word that its work ended normally (this fact, ``run-done``); the first failure of the
+    # attempt kept is then ``first_failure``
+    recovered: Fact | None = None
+    first_failure: Event | None = None
 
 
 def _bounds(facts: list[Fact]) -> dict[str, list[int]]:
@@ -102,6 +109,16 @@ def scope(scan: ScanResult) -> tuple[ScanResult, Scope | None]:
     if not failed:
         return scan, None
     first = failed[0]
+    last = max(attempts)
+    done = [f for f in facts if f.fact == DONE_FACT and _attempt(f, bounds, dirs) == last]
+    recovered = done[-1] if done and last not in failed else None
+    # (for the note: the attempt's first failure line, a peer's report of it included)
+    own = [e for e in events if (_own_failure(e) or (e.role == "symptom" and "launcher" not in e.captures))
+           and _attempt(e, bounds, dirs) == first] if recovered else []
+    first_failure = None
+    if recovered and own:  # the earliest: by line within one file, else by time
+        one_file = len({e.source for e in own}) == 1
+        first_failure = min(own, key=lambda e: (e.line,) if one_file else (e.ts is None, e.ts or 0.0, e.source, e.line))
     out = ScanResult(inputs=scan.inputs, ranks_seen=set(scan.ranks_seen), local_ranks_seen=set(scan.local_ranks_seen),
                      hosts_seen=set(scan.hosts_seen), warnings=list(scan.warnings), stacks=scan.stacks, ras=scan.ras)
     left = 0
@@ -116,10 +133,21 @@ def scope(scan: ScanResult) -> tuple[ScanResult, Scope | None]:
                 left += 1
     out.added = scan.added
     out.tails = [t for t in scan.tails if _attempt(t, bounds, dirs) <= first]
-    return out, Scope(first, max(attempts) + 1, left)
+    return out, Scope(first, last + 1, left, recovered, first_failure)
 
 
 def note(s: Scope) -> str:
+    if s.recovered is not None:
+        d = s.recovered
+        what = ""
+        if (f := s.first_failure) is not None:
+            _, at = parse_prefix(f.text)
+            what = f" (its first failure: {f.source}:{f.line}: \"{f.text[at:].strip()[:120]}\")"
+        _, at = parse_prefix(d.text)
+        return (f"the launcher restarted the workers after attempt {s.attempt} failed{what}, and the last attempt "
+                f"(of {s.attempts}) finished: {d.source}:{d.line}: \"{d.text[at:].strip()[:120]}\": the job recovered, "
+                f"so that failure is not read as the job's (give rankdoctor the failed attempt's lines alone, e.g. "
+                f"its attempt_{s.attempt} folder, to diagnose it)")
     return (f"the launcher restarted the workers ({s.attempts} attempts): the diagnosis reads attempt {s.attempt}, "
             f"the first that failed; {s.left_out} matched lines of the later attempts are left out of the weighing "
             f"(they repeat the first failure, or fail because of the restart)")

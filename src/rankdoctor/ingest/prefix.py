@@ -140,9 +140,10 @@ def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, 
         m = _P_SPACE.match(text, pos)
         if m and pos > 0:
             pos = m.end()
-        elif m and _P_ISO.match(text, m.end()):
-            # a pasted line indented before its timestamp (" 2025-02-18 12:54 [rank13]:...");
-            # other indented lines (traceback frames) keep their indentation
+        elif m and (_P_ISO.match(text, m.end()) or _P_RANK.match(text, m.end())):
+            # a pasted line indented before its timestamp (" 2025-02-18 12:54 [rank13]:...") or
+            # its rank ("    [rank0]: Traceback ...": a log pasted as an indented Markdown code
+            # block); other indented lines (traceback frames) keep their indentation
             pos = m.end()
         if dialect.pipe and (m := _P_PIPE.match(text, pos)):
             pos = m.end()
