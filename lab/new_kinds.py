@@ -293,6 +293,15 @@ A twenty-first set (``--fresh 26``), written down after the twentieth had been l
                       holds a NaN, it logs a warning with the NaN loss, and every rank skips that
                       step's update together; training goes on to the end.
 
+A twenty-second set (``--fresh 27``), written down after the twenty-first had been learned from:
+
+* ``oom-skip-desync`` the training loop catches a failed allocation and skips the batch, a
+                      common "skip the batch on OOM" guard: at LAB_STEP the culprit's augmentation
+                      cache cannot be allocated (the CPU allocator refuses), it logs a warning and
+                      goes on to the next batch without a backward, so from then on its gradient
+                      all_reduces pair with its peers' previous ones, and it finishes one all_reduce
+                      short while its peers wait in their last.
+
 (A restart that recovers, ``torchrun --max-restarts 1`` after a transient error in the first attempt,
 was tried first and dropped: under gloo in torch 2.13 the restarted workers' init_process_group
 fails with "Gloo connectFullMesh failed ... Connection refused" against the first attempt's
@@ -825,6 +834,15 @@ def main():
                 loss = torch.nn.functional.mse_loss(model(x), y)
                 backward_step(model, opt, loss, world)
             else:
+                if FAULT == "oom-skip-desync" and culprit and step == step_at:
+                    rows = 2 ** 38  # the augmentation cache's rows, read as a power of two by mistake
+                    try:
+                        cache = torch.empty(rows, 16)
+                        del cache
+                    except RuntimeError as err:  # "skip the batch on OOM", on this rank only
+                        log.warning("rank %d step %d: skipping batch: %s", rank, step, str(err).splitlines()[0])
+                        time.sleep(0.1)
+                        continue
                 if FAULT == "none-nan-skip":
                     if culprit and step == step_at:
                         x = x.clone()

@@ -1283,7 +1283,20 @@ MATRIX_FRESH26: dict = {
                                        "to the end"),
                       [(4, (3,), 3, True), (3, (1,), 2, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23, 24: MATRIX_FRESH24, 25: MATRIX_FRESH25, 26: MATRIX_FRESH26}
+# A twenty-second draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-06 (twenty-fifth
+# session) after the twenty-first (MATRIX_FRESH26) had been learned from, before it ran through rankdoctor.
+_KINDS.update({
+    "oom-skip-desync": ("oom-skip-desync", "collective-desync", "collective-sequence-mismatch",
+                        "catches a failed allocation at step {s} and skips the batch without a backward (a \"skip "
+                        "the batch on OOM\" guard on one rank), so it issues one gradient all_reduce fewer than its "
+                        "peers and finishes while they wait in their last", {},
+                        [r"rank {c} step {s}: skipping batch"]),
+})
+
+MATRIX_FRESH27: dict = {
+    "oom-skip-desync": (_mx_kind("oom-skip-desync"), [(4, (3,), 3, True), (3, (1,), 5, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23, 24: MATRIX_FRESH24, 25: MATRIX_FRESH25, 26: MATRIX_FRESH26, 27: MATRIX_FRESH27}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
