@@ -187,7 +187,7 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, 
     seen = sorted(w.att.seen)
     count = w.att.world_size or (max(seen) + 1 if seen else 0)
     warnings += ras_notes(w.att.ras, w.failed)
-    warnings += handled_notes(w.table.handled, w.table.got_past, w.table.teardown, w.table.recovered)
+    warnings += handled_notes(w.table.handled, w.table.got_past, w.table.teardown, w.table.recovered, w.table.worked_past)
     warnings += streak_notes(w.att.events)
     if w.restarted is not None:
         warnings.append(restarts.note(w.restarted))
@@ -200,7 +200,7 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, 
 
 
 def handled_notes(handled: dict[tuple[str, int], Event], got_past: set = frozenset(),
-                  teardown: set = frozenset(), recovered: set = frozenset()) -> list[str]:
+                  teardown: set = frozenset(), recovered: set = frozenset(), worked_past: set = frozenset()) -> list[str]:
     """One note per failure the program got past (a logged exception, a warning or error
     record), at its first place, with how many more lines (copies in other files, other
     ranks) say the same. ``got_past``: the places whose rank went on to later steps while
@@ -229,6 +229,8 @@ def handled_notes(handled: dict[tuple[str, int], Event], got_past: set = frozens
                 else f"an error record the program went on from ({what})")
         why = ("its rank went on to later steps after it, and another rank failed after it, so it is not read as where "
                "the failure started" if (source, line) in got_past else
+               "its rank went on to later steps after it and ended cleanly while other ranks waited, so it did not die of "
+               "it: what they waited for is read elsewhere" if (source, line) in worked_past else
                "every rank went on working after it and none died or waited, so it is not read as a failure")
         notes.append(f"{source}:{line}: {kind}: \"{message}\"{more}: {why}")
     return notes

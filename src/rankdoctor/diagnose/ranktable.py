@@ -140,6 +140,9 @@ class RankTable:
     # (their places) non-finite losses after which their rank reported finite ones again
     # (``_recovered_numeric``): a bad step the program got past
     recovered: set = field(default_factory=set)
+    # (their places) log records after which their rank worked on and ended cleanly while other
+    # ranks waited (``_worked_past``)
+    worked_past: set = field(default_factory=set)
     # the user (diagnose --hung) or watch (no line for a while) says the job stopped making
     # progress and no line shows a failure: the logs end where it hung, and every rank was
     # waiting (``mark_hung``, called by the engine, which decides whether a failure shows)
@@ -435,6 +438,11 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
     # kernel that fell back, a skipped upload)
     got_past = _got_past(kb, rows, counted, handled)
     handled.update(got_past)
+    # ... or a log record a rank worked past, to later steps, and then ended cleanly while other
+    # ranks waited: it did not die of it (a "skip the batch on OOM" guard); what they waited for
+    # is elsewhere (the rank left them in a collective it never issued: left_early)
+    worked_past = _worked_past(kb, rows, counted, handled)
+    handled.update(worked_past)
     # a non-finite loss a rank printed, after which the same rank reported finite losses again
     # and no rank died or waited: a bad step the program skipped, not a divergence
     recovered = _recovered_numeric(kb, rows, counted)
@@ -537,7 +545,7 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
                      stop_signal=any(e.role == "symptom" and e.rank is None and e.entry and _explains_a_stop(kb, e.entry)
                                      for e in events),
                      handled=handled, got_past=set(got_past), teardown=set(teardown),
-                     recovered=set(recovered), **_blocked_apart(rows, expected or set(rows)))
+                     recovered=set(recovered), worked_past=set(worked_past), **_blocked_apart(rows, expected or set(rows)))
 
 
 _DIGITS = re.compile(r"\d+")
@@ -668,6 +676,25 @@ def _got_past(kb: KnowledgeBase, rows: dict[int, RankRow], counted: dict[int, Ev
                 continue
             if any(g.where not in handled and order(f, g) == -1
                    for r2, rw2 in rows.items() if r2 != r for g in rw2.failures[:1]):
+                out.setdefault(f.where, f)
+    return out
+
+
+def _worked_past(kb: KnowledgeBase, rows: dict[int, RankRow], counted: dict[int, Event],
+                 handled: dict[tuple[str, int], Event]) -> dict[tuple[str, int], Event]:
+    """Failure lines that their rank printed as a log record (warning or error level, no
+    traceback), after which that same rank logged a later step of work and ended cleanly
+    (``End.clean``: its exit was clean, or the failure summary leaves it out), while another
+    rank reported waiting: the rank went on from the failure it reported and outlived it."""
+    if not any(rw.waits for rw in rows.values()):
+        return {}
+    out: dict[tuple[str, int], Event] = {}
+    for r, rw in rows.items():
+        later = counted.get(r)
+        if later is None or rw.end != End.clean or rw.waits:
+            continue
+        for f in rw.failures:
+            if f.where not in handled and _reported(kb, f) is not None and order(f, later) == -1:
                 out.setdefault(f.where, f)
     return out
 
