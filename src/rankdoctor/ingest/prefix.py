@@ -97,6 +97,10 @@ _P_GLOG = re.compile(
     r"(?: +(?P<tid>\d+))?(?: (?P<file>[\w./-]+:\d+))?\] ?"
 )
 _P_NCCL = re.compile(r"(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<device>\d+)\] ")
+# the logging format of k2/icefall, lhotse and WeNet once a process group exists:
+# "%(asctime)s %(levelname)s [%(filename)s:%(lineno)d] ({rank}/{world_size}) %(message)s"
+# (icefall/utils.py setup_logger): "2023-08-27 11:00:45,004 INFO [train.py:958] (3/4) Training started"
+_P_PYLOG_RANK = re.compile(r"(?P<lvl>INFO|WARNING|ERROR|DEBUG|CRITICAL) \[[\w.-]+:\d+\] \((?P<rank>\d+)/(?P<world>\d+)\) ")
 _P_DMESG_T = re.compile(
     r"\[(?:\w{3}) (?P<mon>\w{3}) +(?P<d>\d{1,2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2}) (?P<y>\d{4})\] "
 )
@@ -223,6 +227,9 @@ def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, 
                 a.time = "--" + iso[5:]
                 a.ts = ts
             a.extra["level"] = m["lvl"]
+        elif c in "IWEDC" and (m := _P_PYLOG_RANK.match(text, pos)):
+            a.rank = int(m["rank"])
+            a.extra["level"] = m["lvl"][0]
         elif not bracket and (m := _P_NCCL.match(text, pos)):
             a.host = a.host or m["host"]
             a.pid = int(m["pid"])
