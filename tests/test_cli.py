@@ -64,6 +64,8 @@ def test_json_carries_the_report_s_notes_when_it_has_some():
     assert any("read as a passing streak" in n for n in d["notes"])
     text = run_cli("diagnose", str(case)).stdout.decode()
     assert all(n.split(": ")[0] in text for n in d["notes"])
+    md = run_cli("diagnose", str(case), "--format", "markdown").stdout.decode()
+    assert "- note: " in md and "read as a passing streak" in md
 
 
 def test_text_report_names_what_where_why_and_what_to_do():
@@ -96,7 +98,7 @@ def test_healthy_exit_zero():
     assert json.loads(r.stdout)["verdict"] == "no-failure-found"
     # the text and Markdown reports say what to do if the job did not end well all the same
     text = " ".join(run_cli("diagnose", str(healthy)).stdout.decode().split())
-    assert "No failure signature fired" in text and "--hung" in text and "py-spy dump --pid" in text
+    assert "No failure stands" in text and "--hung" in text and "py-spy dump --pid" in text
     md = " ".join(run_cli("diagnose", str(healthy), "--format", "markdown").stdout.decode().split())
     assert "--hung" in md
 
@@ -108,7 +110,7 @@ def test_a_failure_nothing_explains_is_not_reported_as_no_signature():
     r = run_cli("diagnose", str(log))
     text = " ".join(r.stdout.decode().split())  # as one line: the terminal report wraps
     assert r.returncode == 3
-    assert "no explanation fits it" in text and "No failure signature fired" not in text
+    assert "no explanation fits it" in text and "No failure stands" not in text
     md = " ".join(run_cli("diagnose", str(log), "--format", "markdown").stdout.decode().split())
     assert "no explanation fits it" in md
 

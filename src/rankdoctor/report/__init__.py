@@ -7,7 +7,9 @@ NO_EXPLANATION = (
 )
 
 # a run with no failure line (text, Markdown and HTML say the same)
-NO_FAILURE = "No failure signature fired. Healthy-looking noise (NCCL INFO, warnings) is ignored on purpose."
+NO_FAILURE = ("No failure stands: no failure signature fired, or each line that looks like one is named in a note "
+              "above with why it is not read as the job's failure. Healthy-looking noise (NCCL INFO, warnings) is "
+              "ignored on purpose.")
 
 # a run with no failure line: what to do when it did not end well all the same (a hang or a silent stop)
 NO_FAILURE_HINT = (

@@ -85,6 +85,10 @@ def render_markdown(d: Diagnosis) -> str:
     seen = compress_ranks(d.ranks_seen) if d.ranks_seen else "none"
     out.append(f"Inputs: {len(d.inputs)} file(s), {sum(i.lines for i in d.inputs):,} lines · ranks seen: {seen}")
     out.append("")
+    # the report's notes (inputs skipped, lines read as handled, a recovered restart), as the
+    # text report prints them: the quoted log text shown literally
+    if d.warnings:
+        out += [f"- note: {_escape(_oneline(w))}" for w in d.warnings] + [""]
     if not d.diagnoses:
         if d.verdict == "inconclusive":
             out.append(NO_EXPLANATION)
