@@ -123,7 +123,10 @@ FACTS: dict[str, str] = {
     # from /lib64/libc.so.6")
     "cpp-terminate": r"terminate called (?:after throwing an instance of '(?P<value>[^']+)'|recursively|without an active exception)"
                      r"|libc\+\+abi(?:\.dylib)?: terminating (?:due to|with) uncaught exception of type \S"
-                     r"|^Program terminated with signal SIGABRT\b|^#[01]\s+(?:0x[0-9A-Fa-f]+ in )?(?:__GI_)?abort \(",
+                     r"|^Program terminated with signal SIGABRT\b|^#[01]\s+(?:0x[0-9A-Fa-f]+ in )?(?:__GI_)?abort \("
+                     # glog's LOG(FATAL) / failed CHECK, on its way to abort() (glog's LogMessage::Fail,
+                     # under the "F20220801 07:29:34.701110 2256 file.cc:42] message" line)
+                     r"|^\*\*\* Check failure stack trace: \*\*\*",
     "cpp-what": r"^\s*what\(\):\s+(?P<value>\S.*)",
     # a fatal signal that ended the process by a fault of its own: faulthandler's report ("Fatal
     # Python error: Floating point exception", Python's faulthandler.c names SIGSEGV, SIGFPE,

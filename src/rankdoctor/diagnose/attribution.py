@@ -287,7 +287,7 @@ def _fact_events(kb: KnowledgeBase, scan: ScanResult) -> list[Event]:
     that an entry reads (its computed signatures), as events."""
     out = []
     after = _fault_frames_after(scan)
-    ignored = _ignored_errors(scan)
+    ignored = _ignored_errors(scan) | _interrupted(scan)
     for f in scan.facts:
         role = _FACT_ROLES.get(f.fact)
         if role and (f.source, f.line) not in ignored:
@@ -404,6 +404,28 @@ def _ignored_errors(scan: ScanResult) -> set[tuple[str, int]]:
                 continue
             out.add((f.source, f.line))
             break
+    return out
+
+
+def _interrupted(scan: ScanResult) -> set[tuple[str, int]]:
+    """The lines of a KeyboardInterrupt traceback: its exception line and the traceback start
+    above it in the same stream. Python raises KeyboardInterrupt where the main thread was when
+    SIGINT arrived (a person's Ctrl-C, or torchrun forwarding it: "Sending process N closing
+    signal SIGINT"): the code it interrupted did not fail, and the stop is the launcher's or the
+    person's, read from their lines. (Where the process was stays in its frames and last lines.)"""
+    out: set[tuple[str, int]] = set()
+    stops = [f for f in scan.facts if f.fact == "py-exception" and f.captures.get("value", "").rsplit(".", 1)[-1] == "KeyboardInterrupt"]
+    if not stops:
+        return out
+    heads: dict[tuple, list[int]] = {}
+    for f in scan.facts:
+        if f.fact == "py-traceback":
+            heads.setdefault((f.source, f.rank, f.local_rank), []).append(f.line)
+    for f in stops:
+        out.add((f.source, f.line))
+        above = [ln for ln in heads.get((f.source, f.rank, f.local_rank), ()) if ln < f.line]
+        if above:
+            out.add((f.source, max(above)))
     return out
 
 

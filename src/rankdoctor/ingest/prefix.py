@@ -149,6 +149,9 @@ def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, 
             # its rank ("    [rank0]: Traceback ...": a log pasted as an indented Markdown code
             # block); other indented lines (traceback frames) keep their indentation
             pos = m.end()
+        if pos == 0 and text.startswith("^C"):  # a terminal's echo of Ctrl-C glued to the next line
+            pos = 2
+            continue
         if dialect.pipe and (m := _P_PIPE.match(text, pos)):
             pos = m.end()
             continue
