@@ -41,3 +41,16 @@ def test_glog_s_failed_check_is_a_native_abort():
 def test_a_cuda_check_of_a_missing_device_symbol_is_a_build_without_this_gpu():
     d = rankdoctor.diagnose(DX / "p1-deepep-intranode-named-symbol-a100" / "log.txt")
     assert d.diagnoses[0].klass == "nccl-cuda-version"
+
+
+def test_a_job_stopped_while_it_made_steps_is_no_hang(tmp_path):
+    # Ctrl-C 0.9 s after iteration 5, iterations every 2 s: a stop on purpose
+    log = DX / "p1-megatron-ep2-sigint-healthy" / "log.txt"
+    d = rankdoctor.diagnose(log)
+    assert d.verdict == "no-failure-found"
+    assert any("read as a stop on purpose" in w for w in d.warnings)
+    # the same stop 4.9 s after the last step reported (iterations 4 and 5 left out): the job had
+    # stopped making steps before it was stopped, which is how a killed hang looks
+    cut = edited_copy(tmp_path, log, lambda _, ln: not any(f"iteration        {k}/" in ln for k in (4, 5)))
+    d = rankdoctor.diagnose(cut)
+    assert d.verdict != "no-failure-found"

@@ -540,11 +540,14 @@ class Scanner:
         last: dict[tuple, Fact] = {}
         work: dict[tuple, list[_TailLine]] = {}  # each rank's lines outside tracebacks, in order
         in_traceback: set[tuple] = set()
+        steps: list[tuple[float, int, str, Attribution]] = []  # timestamped lines with a step counter, any rank
         segments = ((i, seg) for i, raw in enumerate(lines) for seg in split_interleaved(clean(raw)))
         for seq, (i, text) in enumerate(segments):
             a, at = parse_prefix(text, dialect)
             a = a.merged_over(base)
             message = text[at:].strip()
+            if a.ts is not None and message and progress_of(message) is not None:
+                steps.append((a.ts, first_no + i, text, a))
             if a.rank is None and a.local_rank is None:
                 a.rank = subject_rank(message)
                 if a.rank is None:
@@ -563,6 +566,11 @@ class Scanner:
             if message:
                 work.setdefault(key, []).append(_TailLine(seq, first_no + i, text, a, message))
         result.tails.extend(last.values())
+        cadence = _cadence(steps)
+        if cadence is not None:
+            (ts, no, text, a), interval = cadence
+            result.tails.append(Fact("cadence", name, no, text[:MAX_TEXT], None, None, a.host, a.time, ts,
+                                     {"interval": f"{interval:.3f}"}))
 
         def is_work(ln: _TailLine) -> bool:
             return not ERRORISH.search(ln.message)
@@ -715,6 +723,23 @@ class Scanner:
                 if rank is not None and "rank" not in caps:
                     result.ranks_seen.add(rank)
                 break
+
+
+def _cadence(steps: list[tuple[float, int, str, "Attribution"]]) -> tuple[tuple, float] | None:
+    """How often a source's output reported a step near its end: its last timestamped line with a
+    step counter ("iteration 5/500000", "step 11 loss ...", of any rank), and the median time
+    between such lines (the last eight gaps between distinct times, on the last line's clock:
+    dated and yearless stamps are not compared). None with fewer than three such lines."""
+    if len(steps) < 3:
+        return None
+    last = max(steps, key=lambda s: (s[0], s[1]))
+    dated = last[0] >= 1e9
+    times = sorted({s[0] for s in steps if (s[0] >= 1e9) == dated})
+    gaps = [b - a for a, b in zip(times, times[1:]) if b > a][-8:]
+    if not gaps:
+        return None
+    gaps.sort()
+    return last, gaps[len(gaps) // 2]
 
 
 @dataclass

@@ -187,8 +187,18 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, 
     seen = sorted(w.att.seen)
     count = w.att.world_size or (max(seen) + 1 if seen else 0)
     warnings += ras_notes(w.att.ras, w.failed)
-    warnings += handled_notes(w.table.handled, w.table.got_past, w.table.teardown, w.table.recovered, w.table.worked_past)
+    # (the lines of a stop on purpose have a note of their own, below)
+    stop_lines = {e.where for e in w.att.events if e.role == "symptom"} if w.table.stopped_working is not None else set()
+    warnings += handled_notes({k: v for k, v in w.table.handled.items() if k not in stop_lines},
+                              w.table.got_past, w.table.teardown, w.table.recovered, w.table.worked_past)
     warnings += streak_notes(w.att.events)
+    if w.table.stopped_working is not None:
+        stop, step, gap, interval = w.table.stopped_working
+        _, at = parse_prefix(stop.text)
+        warnings.append(f"{stop.source}:{stop.line}: the job was stopped from outside (\"{stop.text[at:].strip()[:120]}\") "
+                        f"{gap:.1f} s after its last step ({step.source}:{step.line}), while it made a step every "
+                        f"{interval:.1f} s: read as a stop on purpose (a person's Ctrl-C, a scheduler's preemption), "
+                        "not as the kill of a hung job")
     if w.restarted is not None:
         warnings.append(restarts.note(w.restarted))
     if not w.failed:

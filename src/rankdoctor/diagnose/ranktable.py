@@ -20,7 +20,7 @@ from ..events import Event
 from ..ingest.prefix import parse_prefix, progress_of
 from ..kb.loader import KnowledgeBase
 from ..trajectory import reported_loss
-from .attribution import ACTIVITY, FATAL, TAIL, TRACE, WARNED, Attributed
+from .attribution import ACTIVITY, CADENCE, FATAL, TAIL, TRACE, WARNED, Attributed
 from .collectives import CollectiveFinding, Report, analyse, collect_reports, minority
 from .launcher import ExitRecord
 from .ras import RasEvidence, suspects_of
@@ -174,6 +174,10 @@ class RankTable:
     # entry that explains a straggler and not a lost peer ("Received 15 death signal, shutting
     # down workers")
     stop_signal: bool = False
+    # the job was stopped from outside while it still made steps (``_stopped_working``): the
+    # launcher's line about the stop, the source's last step line, the seconds between them and
+    # the seconds between steps; None otherwise
+    stopped_working: tuple | None = None
 
     def row(self, rank: int) -> RankRow:
         return self.rows.get(rank) or RankRow(rank)
@@ -452,6 +456,11 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
         for rw in rows.values():
             rw.failures = [f for f in rw.failures if f.where not in handled]
         unranked = [f for f in unranked if f.where not in handled]
+    # the job stopped from outside while it was still making steps (a person's Ctrl-C, a
+    # scheduler's preemption): no hang to read, and the stop's lines are no failure
+    stopped = _stopped_working(kb, events, rows, unranked)
+    if stopped is not None:
+        handled.update({e.where: e for e in events if e.role == "symptom" and e.where not in handled})
 
     # a rank that timed out itself did not vanish: its peers' "lost" reports are collateral
     timed_out = {r for r, rw in rows.items() if any(e.cap_int("timeout_ms") is not None for e in rw.waits)}
@@ -542,8 +551,9 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
                      odd_senders={s for _, s in sent if _odd_site(sites, s)},
                      in_step_senders_of={r for r, s in sent if r is not None and _common_site(sites, s, r)},
                      odd_waiters=_odd_waiters(sites, expected or set(rows)),
-                     stop_signal=any(e.role == "symptom" and e.rank is None and e.entry and _explains_a_stop(kb, e.entry)
-                                     for e in events),
+                     stop_signal=stopped is None and any(e.role == "symptom" and e.rank is None and e.entry
+                                                         and _explains_a_stop(kb, e.entry) for e in events),
+                     stopped_working=stopped,
                      handled=handled, got_past=set(got_past), teardown=set(teardown),
                      recovered=set(recovered), worked_past=set(worked_past), **_blocked_apart(rows, expected or set(rows)))
 
@@ -678,6 +688,36 @@ def _got_past(kb: KnowledgeBase, rows: dict[int, RankRow], counted: dict[int, Ev
                    for r2, rw2 in rows.items() if r2 != r for g in rw2.failures[:1]):
                 out.setdefault(f.where, f)
     return out
+
+
+def _stopped_working(kb: KnowledgeBase, events: list[Event], rows: dict[int, RankRow],
+                     unranked: list[Event]) -> tuple | None:
+    """The job was stopped from outside (a launcher's line about a signal it received, an entry
+    that explains a stop: "Received Signals.SIGINT death signal, shutting down workers") while it
+    was still making steps: some source's last line with a step counter came at most 1.5 times
+    its usual time between steps (and at most 2 s when steps come faster) before the stop, on
+    one clock, and no rank had failed by itself or reported waiting. A hung job that someone
+    killed had stopped reporting steps well before the kill. Returns (the stop's line, the last
+    step's line, seconds between them, seconds between steps), or None."""
+    if unranked or any(rw.failures or rw.waits for rw in rows.values()):
+        return None
+    stops = [e for e in events if e.role == "symptom" and e.rank is None and e.entry and e.ts is not None
+             and _explains_a_stop(kb, e.entry)]
+    if not stops:
+        return None
+    stop = min(stops, key=lambda e: e.ts)
+    for c in (e for e in events if e.role == CADENCE and e.ts is not None):
+        try:
+            interval = float(c.captures.get("interval", ""))
+        except ValueError:
+            continue
+        times = on_one_clock(c.ts, stop.ts)
+        if times is None:
+            continue
+        gap = times[1] - times[0]
+        if 0 <= gap <= max(1.5 * interval, 2.0):
+            return stop, c, gap, interval
+    return None
 
 
 def _worked_past(kb: KnowledgeBase, rows: dict[int, RankRow], counted: dict[int, Event],
