@@ -7,6 +7,7 @@ import re
 from functools import lru_cache
 
 from ..events import Event
+from ..ingest.prefix import parse_prefix
 
 MAX_EVIDENCE = 12
 
@@ -24,3 +25,9 @@ def fingerprint(text: str) -> str:
     """Mask what varies between ranks (numbers, addresses, prefixes) so the same message
     from many ranks groups into one (Drain-style)."""
     return _MASK.sub("#", PREFIX_MASK.sub("", text)).strip()
+
+
+def said(text: str, limit: int = 120) -> str:
+    """What a line says, for a note: the text after its prefixes, cut to ``limit`` characters."""
+    _, at = parse_prefix(text)
+    return text[at:].strip()[:limit]

@@ -21,11 +21,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..events import Event, ScanResult
-from ..ingest.prefix import parse_prefix
 from ..kb.loader import KnowledgeBase
 from .attribution import Attributed, attribute
 from .collectives import ranks_phrase
-from .common import fingerprint
+from .common import fingerprint, said
 from .features import Context, context, featurize
 from .frcandidates import fr_events
 from .hypotheses import Hypothesis, generate
@@ -188,14 +187,12 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, 
     count = w.att.world_size or (max(seen) + 1 if seen else 0)
     warnings += ras_notes(w.att.ras, w.failed)
     # (the lines of a stop on purpose have a note of their own, below)
-    stop_lines = {e.where for e in w.att.events if e.role == "symptom"} if w.table.stopped_working is not None else set()
-    warnings += handled_notes({k: v for k, v in w.table.handled.items() if k not in stop_lines},
+    warnings += handled_notes({k: v for k, v in w.table.handled.items() if k not in w.table.stopped_lines},
                               w.table.got_past, w.table.teardown, w.table.recovered, w.table.worked_past)
     warnings += streak_notes(w.att.events)
     if w.table.stopped_working is not None:
         stop, step, gap, interval = w.table.stopped_working
-        _, at = parse_prefix(stop.text)
-        warnings.append(f"{stop.source}:{stop.line}: the job was stopped from outside (\"{stop.text[at:].strip()[:120]}\") "
+        warnings.append(f"{stop.source}:{stop.line}: the job was stopped from outside (\"{said(stop.text)}\") "
                         f"{gap:.1f} s after its last step ({step.source}:{step.line}), while it made a step every "
                         f"{interval:.1f} s: read as a stop on purpose (a person's Ctrl-C, a scheduler's preemption), "
                         "not as the kill of a hung job")
@@ -217,8 +214,7 @@ def handled_notes(handled: dict[tuple[str, int], Event], got_past: set = frozens
     another rank failed after them (the run failed anyway)."""
     groups: dict[tuple, list[tuple[tuple[str, int], Event]]] = {}
     for where, ev in sorted(handled.items()):
-        _, at = parse_prefix(ev.text)
-        groups.setdefault((ev.entry or ev.signature, ev.text[at:].strip()[:120]), []).append((where, ev))
+        groups.setdefault((ev.entry or ev.signature, said(ev.text)), []).append((where, ev))
     notes = []
     for (what, message), places in groups.items():
         (source, line), ev = places[0]
@@ -255,9 +251,8 @@ def streak_notes(events: list[Event]) -> list[str]:
         if n is None or (ev.entry, ev.signature) in seen:
             continue
         seen.add((ev.entry, ev.signature))
-        _, at = parse_prefix(ev.text)
         notes.append(f"{ev.source}:{ev.line}: a line repeated {n} times ({ev.entry}), then stopped while the program "
-                     f"went on without a failure: \"{ev.text[at:].strip()[:120]}\": read as a passing streak, not as a failure")
+                     f"went on without a failure: \"{said(ev.text)}\": read as a passing streak, not as a failure")
     return notes
 
 

@@ -178,6 +178,8 @@ class RankTable:
     # launcher's line about the stop, the source's last step line, the seconds between them and
     # the seconds between steps; None otherwise
     stopped_working: tuple | None = None
+    # (their places) the lines of that stop, read as no failure (they have a note of their own)
+    stopped_lines: set = field(default_factory=set)
 
     def row(self, rank: int) -> RankRow:
         return self.rows.get(rank) or RankRow(rank)
@@ -459,8 +461,8 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
     # the job stopped from outside while it was still making steps (a person's Ctrl-C, a
     # scheduler's preemption): no hang to read, and the stop's lines are no failure
     stopped = _stopped_working(kb, events, rows, unranked)
-    if stopped is not None:
-        handled.update({e.where: e for e in events if e.role == "symptom" and e.where not in handled})
+    stopped_lines = {e.where: e for e in events if e.role == "symptom" and e.where not in handled} if stopped else {}
+    handled.update(stopped_lines)
 
     # a rank that timed out itself did not vanish: its peers' "lost" reports are collateral
     timed_out = {r for r, rw in rows.items() if any(e.cap_int("timeout_ms") is not None for e in rw.waits)}
@@ -553,7 +555,7 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
                      odd_waiters=_odd_waiters(sites, expected or set(rows)),
                      stop_signal=stopped is None and any(e.role == "symptom" and e.rank is None and e.entry
                                                          and _explains_a_stop(kb, e.entry) for e in events),
-                     stopped_working=stopped,
+                     stopped_working=stopped, stopped_lines=set(stopped_lines),
                      handled=handled, got_past=set(got_past), teardown=set(teardown),
                      recovered=set(recovered), worked_past=set(worked_past), **_blocked_apart(rows, expected or set(rows)))
 
@@ -589,9 +591,10 @@ def _blocked_apart(rows: dict[int, RankRow], expected: set[int]) -> dict[str, se
     times = [ev.ts for ev in lasts]
     if len(said) != 1 or max(times) - min(times) > _TOGETHER:
         return {}
+    first = min(lasts, key=lambda e: e.ts)
     for r in waiting:
         own = rows[r].last_active
-        if own is None or message(own) in said or order(own, min(lasts, key=lambda e: e.ts)) != -1:
+        if own is None or message(own) in said or order(own, first) != -1:
             return {}
     return {"waiting_side": waiting, "stopped_side": stopped}
 
@@ -681,13 +684,19 @@ def _got_past(kb: KnowledgeBase, rows: dict[int, RankRow], counted: dict[int, Ev
         later = counted.get(r)
         if later is None:
             continue
-        for f in rw.failures:
-            if f.where in handled or _reported(kb, f) is None or order(f, later) != -1:
-                continue
+        for f in _records_before(kb, rw, later, handled):
             if any(g.where not in handled and order(f, g) == -1
                    for r2, rw2 in rows.items() if r2 != r for g in rw2.failures[:1]):
                 out.setdefault(f.where, f)
     return out
+
+
+def _records_before(kb: KnowledgeBase, rw: RankRow, later: Event, handled: dict[tuple[str, int], Event]):
+    """The rank's failure lines, not handled yet, that it printed as a log record (``_reported``)
+    before ``later``, its last line of work with a step counter: failures it went on from."""
+    for f in rw.failures:
+        if f.where not in handled and _reported(kb, f) is not None and order(f, later) == -1:
+            yield f
 
 
 def _stopped_working(kb: KnowledgeBase, events: list[Event], rows: dict[int, RankRow],
@@ -733,9 +742,8 @@ def _worked_past(kb: KnowledgeBase, rows: dict[int, RankRow], counted: dict[int,
         later = counted.get(r)
         if later is None or rw.end != End.clean or rw.waits:
             continue
-        for f in rw.failures:
-            if f.where not in handled and _reported(kb, f) is not None and order(f, later) == -1:
-                out.setdefault(f.where, f)
+        for f in _records_before(kb, rw, later, handled):
+            out.setdefault(f.where, f)
     return out
 
 

@@ -28,8 +28,8 @@ import re
 from dataclasses import dataclass
 
 from ..events import Event, Fact, Sample, ScanResult
-from ..ingest.prefix import parse_prefix
 from .attribution import FATAL, TRACE
+from .common import said
 
 RESTART_FACT = "tr-restart"
 DONE_FACT = "run-done"
@@ -141,11 +141,9 @@ def note(s: Scope) -> str:
         d = s.recovered
         what = ""
         if (f := s.first_failure) is not None:
-            _, at = parse_prefix(f.text)
-            what = f" (its first failure: {f.source}:{f.line}: \"{f.text[at:].strip()[:120]}\")"
-        _, at = parse_prefix(d.text)
+            what = f" (its first failure: {f.source}:{f.line}: \"{said(f.text)}\")"
         return (f"the launcher restarted the workers after attempt {s.attempt} failed{what}, and the last attempt "
-                f"(of {s.attempts}) finished: {d.source}:{d.line}: \"{d.text[at:].strip()[:120]}\": the job recovered, "
+                f"(of {s.attempts}) finished: {d.source}:{d.line}: \"{said(d.text)}\": the job recovered, "
                 f"so that failure is not read as the job's (give rankdoctor the failed attempt's lines alone, e.g. "
                 f"its attempt_{s.attempt} folder, to diagnose it)")
     return (f"the launcher restarted the workers ({s.attempts} attempts): the diagnosis reads attempt {s.attempt}, "
