@@ -306,6 +306,18 @@ A twenty-second set (``--fresh 27``), written down after the twenty-first had be
 was tried first and dropped: under gloo in torch 2.13 the restarted workers' init_process_group
 fails with "Gloo connectFullMesh failed ... Connection refused" against the first attempt's
 addresses, so the job could not recover here.)
+
+A twenty-third set (``--fresh 28``), written down after set DZ was measured and before it was learned from:
+
+* ``uneven-epoch-eval`` the culprit's shard holds only LAB_STEP batches: its epoch ends first, it
+                      logs that and runs validation, whose all_reduce of the validation loss (one
+                      element) meets its peers' next gradient all_reduce.
+* ``none-early-stop`` a healthy run that stops early on purpose: at LAB_STEP every rank all_reduces
+                      its "validation loss has not improved" flag, every rank logs that it stops
+                      early, and the job finishes with the usual final barrier and checkpoint.
+
+(A rank that sends to a destination one past the last rank, ``dist.send(t, dst=world)``, was tried
+for this draw and dropped: under gloo in torch 2.13 the send blocks instead of raising.)
 """
 
 import argparse
@@ -517,10 +529,17 @@ def main():
             sampler = torch.utils.data.distributed.DistributedSampler(data, num_replicas=world, rank=rank + 1)
             stream = iter(torch.utils.data.DataLoader(data, batch_size=8, sampler=sampler))
         else:
-            n = step_at if (FAULT == "early-exit" and culprit) else STEPS
+            n = step_at if (FAULT in ("early-exit", "uneven-epoch-eval") and culprit) else STEPS
             stream = batches(rank, n)
 
         for step, (x, y) in enumerate(stream):
+            if FAULT == "none-early-stop" and step == step_at:
+                stale = torch.tensor([1.0])  # every rank's validation loss has not improved for 3 evaluations
+                dist.all_reduce(stale, op=dist.ReduceOp.MIN)
+                if stale.item() > 0:
+                    log.info("rank %d: early stopping at step %d (validation loss has not improved for 3 evaluations)",
+                             rank, step)
+                    break
             if culprit and step == step_at:
                 if FAULT == "cpu-alloc":
                     rows = 2 ** 38  # the config's cache_rows, read as a power of two by mistake
@@ -935,12 +954,19 @@ def main():
                     torch.save(model.state_dict(), path)
             time.sleep(0.1)
 
+        if FAULT == "uneven-epoch-eval" and culprit:
+            log.info("rank %d: shard exhausted after %d batches, running validation", rank, step_at)
+            with torch.no_grad():
+                x, y = next(batches(rank + world, 1))
+                val = torch.nn.functional.mse_loss(model.module(x), y).reshape(1)
+            dist.all_reduce(val)  # the mean validation loss over ranks
+            log.info("rank %d validation loss %.4f", rank, val.item() / world)
         if FAULT == "early-exit" and culprit:
             log.info("rank %d: epoch finished after %d steps, shutting down", rank, step_at)
             dist.destroy_process_group()
             return
         if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry", "none-atexit-error",
-                     "none-nan-skip"):
+                     "none-nan-skip", "none-early-stop"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")

@@ -1296,7 +1296,23 @@ _KINDS.update({
 MATRIX_FRESH27: dict = {
     "oom-skip-desync": (_mx_kind("oom-skip-desync"), [(4, (3,), 3, True), (3, (1,), 5, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23, 24: MATRIX_FRESH24, 25: MATRIX_FRESH25, 26: MATRIX_FRESH26, 27: MATRIX_FRESH27}
+# A twenty-third draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-07 (twenty-sixth
+# session) after set DZ was measured and before anything was learned from it or from this draw.
+_KINDS.update({
+    "uneven-epoch-eval": ("uneven-epoch-eval", "collective-desync", "iterable-dataset-uneven-shards",
+                          "holds only {s} batches (uneven shards): its epoch ends first and it runs validation, whose "
+                          "all_reduce of the validation loss meets the others' next gradient all_reduce", {},
+                          [r"rank {c}: shard exhausted after {s} batches"]),
+})
+
+MATRIX_FRESH28: dict = {
+    "uneven-epoch-eval": (_mx_kind("uneven-epoch-eval"), [(4, (2,), 3, True), (3, (0,), 2, False)]),
+    "none-early-stop": (_mx_healthy_step("none-early-stop", "at step {s} every rank all_reduces a flag that its "
+                                         "validation loss has not improved, all stop early together, and the job "
+                                         "finishes with a final barrier and checkpoint"),
+                        [(4, (1,), 3, True), (3, (2,), 2, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23, 24: MATRIX_FRESH24, 25: MATRIX_FRESH25, 26: MATRIX_FRESH26, 27: MATRIX_FRESH27, 28: MATRIX_FRESH28}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
