@@ -25,7 +25,7 @@ import hyperscan
 from .events import LAST, Event, Fact, InputStats, Sample, ScanResult
 from .facts import ERROR_FACTS, FACT_PREFILTER, FACTS
 from .ingest.names import attribution_from_name
-from .ingest.prefix import Attribution, Dialect, clean, parse_prefix, progress_of, sniff_dialect, subject_rank
+from .ingest.prefix import Attribution, Dialect, clean, iso_time, parse_prefix, progress_of, sniff_dialect, subject_rank
 from .ingest.sources import CHUNK, Source, iter_chunks, iter_file_chunks, looks_binary
 from .kb import cache
 from .trajectory import numeric_jump
@@ -541,6 +541,8 @@ class Scanner:
         work: dict[tuple, list[_TailLine]] = {}  # each rank's lines outside tracebacks, in order
         in_traceback: set[tuple] = set()
         steps: list[tuple[float, int, str, Attribution]] = []  # timestamped lines with a step counter, any rank
+        bar = _Bar()  # the source's last tqdm progress bar (bars carry no clock of their own)
+        stamped: float | None = None  # the time of the last timestamped line so far
         segments = ((i, seg) for i, raw in enumerate(lines) for seg in split_interleaved(clean(raw)))
         for seq, (i, text) in enumerate(segments):
             a, at = parse_prefix(text, dialect)
@@ -548,6 +550,10 @@ class Scanner:
             message = text[at:].strip()
             if a.ts is not None and message and progress_of(message) is not None:
                 steps.append((a.ts, first_no + i, text, a))
+            if "it]" in message or "it/s" in message:
+                bar.read(message, first_no + i, a, stamped)
+            if a.ts is not None:
+                stamped = a.ts
             if a.rank is None and a.local_rank is None:
                 a.rank = subject_rank(message)
                 if a.rank is None:
@@ -571,6 +577,10 @@ class Scanner:
             (ts, no, text, a), interval = cadence
             result.tails.append(Fact("cadence", name, no, text[:MAX_TEXT], None, None, a.host, a.time, ts,
                                      {"interval": f"{interval:.3f}"}))
+        if (est := bar.cadence()) is not None and (cadence is None or est[0] > cadence[0][0]):
+            ts, interval = est
+            result.tails.append(Fact("cadence", name, bar.line, bar.text[:MAX_TEXT], None, None, bar.attr.host, None, ts,
+                                     {"interval": f"{interval:.3f}", "estimated": "tqdm"}))
 
         def is_work(ln: _TailLine) -> bool:
             return not ERRORISH.search(ln.message)
@@ -684,6 +694,8 @@ class Scanner:
                     continue
                 caps = {k: v for k, v in m.groupdict().items() if v is not None}
                 shown = seg if len(seg) <= MAX_TEXT else seg[:MAX_TEXT] + " …"
+                if m.end() > MAX_TEXT and pat.kind != "fact":  # a glued line (tqdm redraws): keep its start and the hit
+                    shown = seg[:200] + " … " + seg[m.start():m.start() + MAX_TEXT - 200]
                 if pat.kind == "fact":
                     if attr.device is not None:
                         caps.setdefault("prefix_device", str(attr.device))
@@ -712,8 +724,8 @@ class Scanner:
                     host=caps.get("host") or attr.host,
                     pid=_int(caps.get("pid"), attr.pid),
                     device=_int(caps.get("device"), attr.device),
-                    time=attr.time,
-                    ts=attr.ts,
+                    time=attr.time if attr.ts is not None or "at" not in caps else _message_time(caps["at"])[0],
+                    ts=attr.ts if attr.ts is not None or "at" not in caps else _message_time(caps["at"])[1],
                     captures=caps,
                 )
                 sample = result.add_event(ev)
@@ -742,6 +754,42 @@ def _cadence(steps: list[tuple[float, int, str, "Attribution"]]) -> tuple[tuple,
     return last, gaps[len(gaps) // 2]
 
 
+# a tqdm progress bar as it redraws: "12/9125 [17:22<211:55:37, 83.72s/it]", "3/50 [00:02<00:41,
+# 1.12it/s, loss=2.1]" (elapsed [H:]MM:SS, the rate per iteration or iterations per second)
+_TQDM = re.compile(r"(?P<n>\d+)/\d+ \[(?:(?P<h>\d+):)?(?P<m>\d+):(?P<s>\d\d)<[^,\]]*,\s*"
+                   r"(?:(?P<rate>\d+(?:\.\d+)?)(?P<unit>s/it|it/s)|\?it/s)[^\]]*\]")
+
+
+@dataclass
+class _Bar:
+    """A source's last tqdm bar, and when it began as far as the log's clock tells: the time of
+    the last timestamped line before the bar's first redraw, when that redraw had counted at most
+    one step (the bar had just begun; a line stamped while a bar ran would put its start too late).
+    A new bar begins where the elapsed time goes back."""
+    start: float | None = None
+    elapsed: float = -1.0
+    rate: float | None = None  # seconds per iteration, by the bar's last redraw
+    line: int = 0
+    text: str = ""
+    attr: Attribution | None = None
+
+    def read(self, message: str, line: int, attr: Attribution, stamped: float | None) -> None:
+        for m in _TQDM.finditer(message):
+            elapsed = int(m["h"] or 0) * 3600 + int(m["m"]) * 60 + int(m["s"])
+            if elapsed < self.elapsed or self.attr is None:  # a new bar
+                self.start = stamped if int(m["n"]) <= 1 else None
+            self.elapsed, self.line, self.text, self.attr = elapsed, line, m.group(0), attr
+            if m["rate"] is not None and float(m["rate"]) > 0:
+                r = float(m["rate"])
+                self.rate = r if m["unit"] == "s/it" else 1.0 / r
+
+    def cadence(self) -> tuple[float, float] | None:
+        """(about when the bar last counted a step, seconds between steps), or None."""
+        if self.start is None or self.rate is None:
+            return None
+        return self.start + self.elapsed, self.rate
+
+
 @dataclass
 class _TailLine:
     seq: int  # segment number within the tail (input order)
@@ -767,6 +815,19 @@ def _last_passing(lines: dict[tuple, list[_TailLine]], passes: Callable[[_TailLi
             found.append((first.seq, key, next(ln for ln in reversed(lns) if passes(ln))))
     found.sort(key=lambda f: f[0])
     return {key: ln for _, key, ln in found}
+
+
+_MESSAGE_TIME = re.compile(r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?")
+
+
+def _message_time(text: str) -> tuple[str | None, float | None]:
+    """The time a message gives itself (a signature's ``at`` capture: Slurm's "CANCELLED AT
+    2024-05-02T03:11:09"), as a prefix's time would read; (None, None) when it is no such time."""
+    m = _MESSAGE_TIME.fullmatch(text.strip())
+    if not m:
+        return None, None
+    iso, ts = iso_time(*(int(g) for g in m.groups()[:6]), m[7] or "")
+    return (iso, ts) if ts else (None, None)
 
 
 def _int(v: str | None, default: int | None) -> int | None:

@@ -17,6 +17,7 @@ the calibrated threshold of probability, else ``inconclusive``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -192,10 +193,14 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, 
     warnings += streak_notes(w.att.events)
     if w.table.stopped_working is not None:
         stop, step, gap, interval = w.table.stopped_working
-        warnings.append(f"{stop.source}:{stop.line}: the job was stopped from outside (\"{said(stop.text)}\") "
-                        f"{gap:.1f} s after its last step ({step.source}:{step.line}), while it made a step every "
-                        f"{interval:.1f} s: read as a stop on purpose (a person's Ctrl-C, a scheduler's preemption), "
-                        "not as the kill of a hung job")
+        sig = kb.signature(stop.entry, stop.signature) if stop.entry else None
+        m = re.search(sig.regex, stop.text) if sig is not None else None
+        quoted = said(stop.text if m is None else stop.text[m.start():])  # a glued line: from the stop's own words
+        about = "about " if "estimated" in step.captures else ""  # a progress bar's elapsed time, from its start
+        warnings.append(f"{stop.source}:{stop.line}: the job was stopped from outside (\"{quoted}\") "
+                        f"{about}{gap:.1f} s after its last step ({step.source}:{step.line}), while it made a step every "
+                        f"{interval:.1f} s: read as a stop on purpose (a person's Ctrl-C, a scheduler's preemption or "
+                        "time limit), not as the kill of a hung job")
     if w.restarted is not None:
         warnings.append(restarts.note(w.restarted))
     if not w.failed:

@@ -404,7 +404,8 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
             if p is None and ev.rank in counted:
                 p = (progress_of(counted[ev.rank].text) or 0) + 0.5
             rw.numeric_step = p
-        if ev.ts is not None and (rw.last_seen is None or (rw.last_seen.ts or -math.inf) <= ev.ts):
+        # (a launcher's line about a rank, "failed (exitcode: 1) local_rank: 1", is no sign of its life)
+        if ev.ts is not None and "launcher" not in ev.captures and (rw.last_seen is None or (rw.last_seen.ts or -math.inf) <= ev.ts):
             rw.last_seen = ev
         if ev.role == ACTIVITY:
             if rw.last_active is None or order(rw.last_active, ev) in (-1, None):

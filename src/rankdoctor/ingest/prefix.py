@@ -55,6 +55,9 @@ def _iso(y: int, mo: int, d: int, h: int, mi: int, s: int, frac: str = "") -> tu
     return text, dt.timestamp() if y > 1970 else (dt - datetime(1970, 1, 1)).total_seconds()
 
 
+iso_time = _iso  # (ISO 8601 text, sortable seconds) of a time's fields, as a prefix's time reads
+
+
 # Each prefix regex is applied at the current position (re.match with pos).
 _P_KUBECTL = re.compile(r"\[pod/(?P<host>[^/\]\s]+)/[^\]\s]*\] ")
 _P_ISO = re.compile(

@@ -23,6 +23,7 @@ KNOWN_CAPTURES = {
     "peer_local_rank",
     "host",  # where the line was printed
     "peer_host",  # a host the line names as its peer or target (the store host it cannot reach)
+    "at",  # the time the message gives itself (Slurm's "CANCELLED AT 2024-05-02T03:11:09"), for a line whose prefix gives none
     "pid",
     "seq",  # collective sequence number
     "op_count",  # NCCL's per-communicator op counter, hexadecimal (NCCL_DEBUG_SUBSYS=COLL)
