@@ -318,6 +318,17 @@ A twenty-third set (``--fresh 28``), written down after set DZ was measured and 
 
 (A rank that sends to a destination one past the last rank, ``dist.send(t, dst=world)``, was tried
 for this draw and dropped: under gloo in torch 2.13 the send blocks instead of raising.)
+
+A twenty-fourth set (``--fresh 29``), written down after set EA was measured and before it was learned from:
+
+* ``timeout-mismatch`` the culprit writes evaluation samples for 0.6 x LAB_PG_TIMEOUT at LAB_STEP
+                      while the next rank, whose node's env file sets a collective timeout of
+                      0.3 x LAB_PG_TIMEOUT, waits for it in the gradient all_reduce: that rank times
+                      out first (the others' timeout has not run out), the job falls apart, and the
+                      slow rank is where it started.
+* ``none-resume-start`` a healthy run that starts by resuming: rank 0 writes the previous job's
+                      checkpoint, every rank loads it after a barrier, logs that it resumes, and
+                      trains to the end.
 """
 
 import argparse
@@ -456,6 +467,10 @@ def main():
     if FAULT == "nccl-unavailable-all":
         print(f"rank {os.environ.get('RANK')}: backend=nccl (launch config gpu-cluster.yaml)", flush=True)
         dist.init_process_group("nccl", timeout=timedelta(seconds=float(os.environ.get("LAB_PG_TIMEOUT", "15"))))
+    if FAULT == "timeout-mismatch":  # this node's env file sets a shorter collective timeout
+        launched_world = int(os.environ.get("WORLD_SIZE", "1"))
+        if int(os.environ.get("RANK", "0")) == (min(lab_culprits(1)) + 1) % launched_world:
+            os.environ["LAB_PG_TIMEOUT"] = str(0.3 * float(os.environ.get("LAB_PG_TIMEOUT", "15")))
     rank, world = setup()
     culprit = rank in lab_culprits(1)
     if FAULT == "none-atexit-error" and culprit:
@@ -532,7 +547,18 @@ def main():
             n = step_at if (FAULT in ("early-exit", "uneven-epoch-eval") and culprit) else STEPS
             stream = batches(rank, n)
 
+        if FAULT == "none-resume-start":
+            path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"),
+                                f"lab-{os.environ.get('TORCHELASTIC_RUN_ID', 'run')}-resume.pt")
+            if rank == 0:  # the previous job's last checkpoint
+                torch.save(model.module.state_dict(), path)
+            dist.barrier()
+            model.module.load_state_dict(torch.load(path))
+            log.info("rank %d resuming from checkpoint %s (step %d of the previous job)", rank, path, step_at)
         for step, (x, y) in enumerate(stream):
+            if FAULT == "timeout-mismatch" and culprit and step == step_at:
+                log.info("rank %d step %d: writing evaluation samples", rank, step)
+                time.sleep(0.6 * float(os.environ.get("LAB_PG_TIMEOUT", "15")))
             if FAULT == "none-early-stop" and step == step_at:
                 stale = torch.tensor([1.0])  # every rank's validation loss has not improved for 3 evaluations
                 dist.all_reduce(stale, op=dist.ReduceOp.MIN)
@@ -966,7 +992,7 @@ def main():
             dist.destroy_process_group()
             return
         if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry", "none-atexit-error",
-                     "none-nan-skip", "none-early-stop"):
+                     "none-nan-skip", "none-early-stop", "none-resume-start"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")

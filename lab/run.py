@@ -1312,7 +1312,22 @@ MATRIX_FRESH28: dict = {
                                          "finishes with a final barrier and checkpoint"),
                         [(4, (1,), 3, True), (3, (2,), 2, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23, 24: MATRIX_FRESH24, 25: MATRIX_FRESH25, 26: MATRIX_FRESH26, 27: MATRIX_FRESH27, 28: MATRIX_FRESH28}
+# A twenty-fourth draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-07 (twenty-sixth
+# session) after set EA was measured and before anything was learned from it or from this draw.
+_KINDS.update({
+    "timeout-mismatch": ("timeout-mismatch", "straggler-timeout", "barrier-timeout-slow-rank",
+                         "writes evaluation samples for 0.6 x the timeout at step {s} while the next rank, whose "
+                         "node sets a collective timeout of 0.3 x, gives up waiting for it in the gradient "
+                         "all_reduce first", {}, [r"rank {c} step {s}: writing evaluation samples"]),
+})
+
+MATRIX_FRESH29: dict = {
+    "timeout-mismatch": (_mx_kind("timeout-mismatch"), [(4, (1,), 3, True), (3, (0,), 2, False)]),
+    "none-resume-start": (_mx_healthy_step("none-resume-start", "every rank resumes from the checkpoint rank 0 "
+                                           "wrote for the previous job (step {s}), logs it and trains to the end"),
+                          [(4, (2,), 3, True), (3, (1,), 2, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23, 24: MATRIX_FRESH24, 25: MATRIX_FRESH25, 26: MATRIX_FRESH26, 27: MATRIX_FRESH27, 28: MATRIX_FRESH28, 29: MATRIX_FRESH29}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
