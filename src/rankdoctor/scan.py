@@ -543,6 +543,7 @@ class Scanner:
         steps: list[tuple[float, int, str, Attribution]] = []  # timestamped lines with a step counter, any rank
         bar = _Bar()  # the source's last tqdm progress bar (bars carry no clock of their own)
         stamped: float | None = None  # the time of the last timestamped line so far
+        last_step: tuple | None = None  # the source's last line of work with a step counter
         segments = ((i, seg) for i, raw in enumerate(lines) for seg in split_interleaved(clean(raw)))
         for seq, (i, text) in enumerate(segments):
             a, at = parse_prefix(text, dialect)
@@ -552,6 +553,8 @@ class Scanner:
                 steps.append((a.ts, first_no + i, text, a))
             if "it]" in message or "it/s" in message:
                 bar.read(message, first_no + i, a, stamped)
+            if message and progress_of(message) is not None and not ERRORISH.search(message):
+                last_step = (first_no + i, text, a)  # of any rank, or none
             if a.ts is not None:
                 stamped = a.ts
             if a.rank is None and a.local_rank is None:
@@ -577,6 +580,9 @@ class Scanner:
             (ts, no, text, a), interval = cadence
             result.tails.append(Fact("cadence", name, no, text[:MAX_TEXT], None, None, a.host, a.time, ts,
                                      {"interval": f"{interval:.3f}"}))
+        if last_step is not None:  # (how far a restarted job's last attempt got: restarts.scope)
+            no, text, a = last_step
+            result.tails.append(Fact("last-step", name, no, text[:MAX_TEXT], a.rank, a.local_rank, a.host, a.time, a.ts, {}))
         if (est := bar.cadence()) is not None and (cadence is None or est[0] > cadence[0][0]):
             ts, interval = est
             result.tails.append(Fact("cadence", name, bar.line, bar.text[:MAX_TEXT], None, None, bar.attr.host, None, ts,

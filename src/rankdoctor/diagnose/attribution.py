@@ -302,7 +302,7 @@ def _fact_events(kb: KnowledgeBase, scan: ScanResult) -> list[Event]:
     # lines an entry or another fact already reads
     taken = {(e.source, e.line) for e in scan.events} | {(e.source, e.line) for e in out} | ignored
     for f in scan.tails:
-        if f.fact == "numeric-jump":  # read above, as a computed signature's
+        if f.fact in ("numeric-jump", "last-step"):  # read above, as a computed signature's; by restarts.scope
             continue
         if f.fact == "end-error":  # a source's last line is an error no entry or fact read
             if (f.source, f.line) not in taken:

@@ -288,8 +288,11 @@ def suspects(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Suspec
     if coll and coll.kind == "desync":
         desync |= set(coll.culprits)
     if coll and coll.kind == "absent":
-        straggler |= set(coll.culprits)
-        dead |= set(coll.culprits)
+        # (of the ranks that never report the timed-out collective, those that stood where the
+        # reporting ranks began to wait are waiting too, when some other rank was elsewhere)
+        absent = set(coll.culprits) - table.level or set(coll.culprits)
+        straggler |= absent
+        dead |= absent
     odd_fp = fingerprint_minority(table)  # empty unless the fingerprints differ
     if fingerprints_differ(table):
         desync |= odd_fp | fingerprints_ahead(table)

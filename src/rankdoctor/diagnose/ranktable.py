@@ -170,6 +170,10 @@ class RankTable:
     # the logs do not show that
     waiting_side: set[int] = field(default_factory=set)
     stopped_side: set[int] = field(default_factory=set)
+    # the ranks that neither failed nor reported waiting whose last line of work is the one a
+    # waiting rank printed last (``_level_with_waiters``): they stood where the waiting ranks
+    # stood when those began to wait, so they most likely wait too
+    level: set[int] = field(default_factory=set)
     # the launcher says the job was stopped from outside: a symptom line, with no rank, of an
     # entry that explains a straggler and not a lost peer ("Received 15 death signal, shutting
     # down workers")
@@ -558,11 +562,40 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
                                                          and _explains_a_stop(kb, e.entry) for e in events),
                      stopped_working=stopped, stopped_lines=set(stopped_lines),
                      handled=handled, got_past=set(got_past), teardown=set(teardown),
-                     recovered=set(recovered), worked_past=set(worked_past), **_blocked_apart(rows, expected or set(rows)))
+                     recovered=set(recovered), worked_past=set(worked_past), level=_level_with_waiters(rows),
+                     **_blocked_apart(rows, expected or set(rows)))
 
 
 _DIGITS = re.compile(r"\d+")
 _TOGETHER = 2.0  # seconds: lines of work this close were printed together (features.MIN_GAP)
+
+
+def _gist(ev: Event) -> str:
+    """What a line of work says, its prefixes and digits aside ("rank # step # loss #.#")."""
+    _, at = parse_prefix(ev.text)
+    return _DIGITS.sub("#", ev.text[at:]).strip()
+
+
+def _level_with_waiters(rows: dict[int, RankRow]) -> set[int]:
+    """The ranks that neither failed nor reported waiting whose last line of work says what a
+    waiting rank's own last line of work says (digits aside), printed within _TOGETHER of it:
+    they stood at the point of the program where the waiting ranks began to wait, so they most
+    likely wait in the same collective (a longer timeout, a wait that prints nothing) rather
+    than being the rank the others wait for, which was elsewhere."""
+    marks = [(_gist(rw.last_active), rw.last_active.ts) for rw in rows.values()
+             if rw.waits and not rw.failures and rw.last_active is not None and rw.last_active.ts is not None]
+    if not marks:
+        return set()
+    out: set[int] = set()
+    for r, rw in rows.items():
+        ev = rw.last_active
+        if rw.waits or rw.failures or ev is None or ev.ts is None:
+            continue
+        said = _gist(ev)
+        if any(said == m and (t := on_one_clock(ev.ts, ts)) is not None and abs(t[0] - t[1]) <= _TOGETHER
+               for m, ts in marks):
+            out.add(r)
+    return out
 
 
 def _blocked_apart(rows: dict[int, RankRow], expected: set[int]) -> dict[str, set[int]]:
@@ -585,9 +618,7 @@ def _blocked_apart(rows: dict[int, RankRow], expected: set[int]) -> dict[str, se
     if any(ev is None or ev.ts is None or rows[ev.rank].waits or rows[ev.rank].failures
            or rows[ev.rank].end in (End.own_death, End.died_waiting) for ev in lasts):
         return {}
-    def message(ev: Event) -> str:
-        _, at = parse_prefix(ev.text)
-        return _DIGITS.sub("#", ev.text[at:]).strip()
+    message = _gist
     said = {message(ev) for ev in lasts}
     times = [ev.ts for ev in lasts]
     if len(said) != 1 or max(times) - min(times) > _TOGETHER:

@@ -48,6 +48,10 @@ class Scope:
     # attempt kept is then ``first_failure``
     recovered: Fact | None = None
     first_failure: Event | None = None
+    # the last attempt had not finished when the evidence ends, but was making steps with no
+    # failure line (of its own or a launcher's) after the restart: ``recovered`` is then its last
+    # line of work with a step counter
+    running: bool = False
 
 
 def _bounds(facts: list[Fact]) -> dict[str, list[int]]:
@@ -102,16 +106,29 @@ def scope(scan: ScanResult) -> tuple[ScanResult, Scope | None]:
         return scan, None
     events = scan.events
     dirs: dict[str, int | None] = {}
-    attempts = {_attempt(x, bounds, dirs) for x in (*events, *facts)}
+    attempts = {_attempt(x, bounds, dirs) for x in (*events, *facts, *(t for t in scan.tails if t.fact == "last-step"))}
     if len(attempts) < 2:
         return scan, None
     failed = sorted({_attempt(e, bounds, dirs) for e in events if _own_failure(e)})
-    if not failed:
-        return scan, None
-    first = failed[0]
     last = max(attempts)
+    if not failed:
+        # the attempts' failure shows only as the launcher's restart; read on when the last
+        # attempt was still making steps at the end (below), else as one attempt
+        if any(e.role != "context" and _attempt(e, bounds, dirs) == last for e in events):
+            return scan, None
+        failed = [0]
+    first = failed[0]
     done = [f for f in facts if f.fact == DONE_FACT and _attempt(f, bounds, dirs) == last]
     recovered = done[-1] if done and last not in failed else None
+    running = False
+    if recovered is None and last not in failed and not any(
+            e.role != "context" and _attempt(e, bounds, dirs) == last for e in events):
+        # no line of the last attempt reports trouble, and it made steps: still running at the end
+        steps = [t for t in scan.tails if t.fact == "last-step" and _attempt(t, bounds, dirs) == last]
+        if steps:
+            recovered, running = max(steps, key=lambda t: (t.source, t.line)), True
+    if recovered is None and not any(_own_failure(e) for e in events):
+        return scan, None  # no failure of a worker's own, and no recovery to tell
     # (for the note: the attempt's first failure line, a peer's report of it included)
     own = [e for e in events if (_own_failure(e) or (e.role == "symptom" and "launcher" not in e.captures))
            and _attempt(e, bounds, dirs) == first] if recovered else []
@@ -133,7 +150,7 @@ def scope(scan: ScanResult) -> tuple[ScanResult, Scope | None]:
                 left += 1
     out.added = scan.added
     out.tails = [t for t in scan.tails if _attempt(t, bounds, dirs) <= first]
-    return out, Scope(first, last + 1, left, recovered, first_failure)
+    return out, Scope(first, last + 1, left, recovered, first_failure, running)
 
 
 def note(s: Scope) -> str:
@@ -142,8 +159,9 @@ def note(s: Scope) -> str:
         what = ""
         if (f := s.first_failure) is not None:
             what = f" (its first failure: {f.source}:{f.line}: \"{said(f.text)}\")"
+        ended = ("was still making steps with no failure where the evidence ends" if s.running else "finished")
         return (f"the launcher restarted the workers after attempt {s.attempt} failed{what}, and the last attempt "
-                f"(of {s.attempts}) finished: {d.source}:{d.line}: \"{said(d.text)}\": the job recovered, "
+                f"(of {s.attempts}) {ended}: {d.source}:{d.line}: \"{said(d.text)}\": the job recovered, "
                 f"so that failure is not read as the job's (give rankdoctor the failed attempt's lines alone, e.g. "
                 f"its attempt_{s.attempt} folder, to diagnose it)")
     return (f"the launcher restarted the workers ({s.attempts} attempts): the diagnosis reads attempt {s.attempt}, "
