@@ -329,6 +329,15 @@ A twenty-fourth set (``--fresh 29``), written down after set EA was measured and
 * ``none-resume-start`` a healthy run that starts by resuming: rank 0 writes the previous job's
                       checkpoint, every rank loads it after a barrier, logs that it resumes, and
                       trains to the end.
+
+A twenty-fifth set (``--fresh 30``), written down while set EB was being collected, before either was measured:
+
+* ``custom-backward-exception`` the model's output goes through a custom autograd Function (a
+                      fused GELU) whose backward rejects a non-contiguous gradient; at LAB_STEP the
+                      culprit's gradient reaches it transposed and the backward raises on that rank
+                      while its peers wait in DDP's gradient all_reduce.
+* ``none-tqdm-all-ranks`` a healthy run in which every rank draws its own tqdm bar over the
+                      training steps (to stderr) and trains to the end.
 """
 
 import argparse
@@ -402,6 +411,27 @@ def _resume(model, rank, world, culprit, step):
         path = bad
     log.info("rank %d resuming from %s", rank, path)
     inner.load_state_dict(torch.load(path, map_location="cpu"))
+
+
+class _FusedGelu(torch.autograd.Function):
+    """A custom op (a fused GELU) whose backward rejects a non-contiguous gradient: the culprit's
+    batch at LAB_STEP (custom-backward-exception) reaches it transposed."""
+
+    @staticmethod
+    def forward(ctx, x, bad):
+        ctx.save_for_backward(x)
+        ctx.bad = bad
+        return torch.nn.functional.gelu(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        if ctx.bad:
+            grad = grad.t().contiguous().t()
+            if not grad.is_contiguous():
+                raise RuntimeError(f"fused_gelu_backward: expected a contiguous grad_output, got strides {grad.stride()}")
+        t = torch.tanh(0.7978845608 * (x + 0.044715 * x.pow(3)))
+        return grad * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * 0.7978845608 * (1 + 3 * 0.044715 * x * x)), None
 
 
 class AuxNet(torch.nn.Module):
@@ -555,6 +585,9 @@ def main():
             dist.barrier()
             model.module.load_state_dict(torch.load(path))
             log.info("rank %d resuming from checkpoint %s (step %d of the previous job)", rank, path, step_at)
+        if FAULT == "none-tqdm-all-ranks":
+            from tqdm import tqdm
+            stream = tqdm(stream, total=STEPS, desc=f"rank {rank} train", mininterval=0, file=sys.stderr)
         for step, (x, y) in enumerate(stream):
             if FAULT == "timeout-mismatch" and culprit and step == step_at:
                 log.info("rank %d step %d: writing evaluation samples", rank, step)
@@ -902,7 +935,12 @@ def main():
                     if bad.item() > 0:
                         log.info("rank %d step %d skipped (non-finite loss on %d rank(s))", rank, step, int(bad.item()))
                         continue
-                loss = train_step(model, opt, x, y)
+                if FAULT == "custom-backward-exception":
+                    out = _FusedGelu.apply(model(x), culprit and step == step_at)
+                    loss = torch.nn.functional.mse_loss(out, y)
+                    backward_step(model, opt, loss)
+                else:
+                    loss = train_step(model, opt, x, y)
             log.info("rank %d step %d loss %.4f", rank, step, loss.item())
             if FAULT == "lr-divergence":
                 if step == step_at:
@@ -992,7 +1030,7 @@ def main():
             dist.destroy_process_group()
             return
         if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry", "none-atexit-error",
-                     "none-nan-skip", "none-early-stop", "none-resume-start"):
+                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")

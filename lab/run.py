@@ -1327,7 +1327,22 @@ MATRIX_FRESH29: dict = {
                                            "wrote for the previous job (step {s}), logs it and trains to the end"),
                           [(4, (2,), 3, True), (3, (1,), 2, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23, 24: MATRIX_FRESH24, 25: MATRIX_FRESH25, 26: MATRIX_FRESH26, 27: MATRIX_FRESH27, 28: MATRIX_FRESH28, 29: MATRIX_FRESH29}
+# A twenty-fifth draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-07 (twenty-sixth
+# session) while set EB was being collected, before either was measured.
+_KINDS.update({
+    "custom-backward-exception": ("custom-backward-exception", "peer-rank-crashed", "python-exception-in-one-rank",
+                                  "raises in the backward of a custom autograd Function (a fused GELU that rejects "
+                                  "a non-contiguous gradient) at step {s}, while the others wait in DDP's gradient "
+                                  "all_reduce", {}, [r"fused_gelu_backward: expected a contiguous grad_output"]),
+})
+
+MATRIX_FRESH30: dict = {
+    "custom-backward-exception": (_mx_kind("custom-backward-exception"), [(4, (3,), 3, True), (3, (1,), 2, False)]),
+    "none-tqdm-all-ranks": (_mx_healthy_step("none-tqdm-all-ranks", "every rank draws its own tqdm bar over the "
+                                             "training steps and trains to the end"),
+                            [(4, (0,), 3, True), (3, (2,), 2, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23, 24: MATRIX_FRESH24, 25: MATRIX_FRESH25, 26: MATRIX_FRESH26, 27: MATRIX_FRESH27, 28: MATRIX_FRESH28, 29: MATRIX_FRESH29, 30: MATRIX_FRESH30}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
