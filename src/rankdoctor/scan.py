@@ -543,7 +543,7 @@ class Scanner:
         steps: list[tuple[float, int, str, Attribution]] = []  # timestamped lines with a step counter, any rank
         bar = _Bar()  # the source's last tqdm progress bar (bars carry no clock of their own)
         stamped: float | None = None  # the time of the last timestamped line so far
-        last_step: tuple | None = None  # the source's last line of work with a step counter
+        seen: list[tuple] = []  # every line of the tail with a message, of any rank or none
         segments = ((i, seg) for i, raw in enumerate(lines) for seg in split_interleaved(clean(raw)))
         for seq, (i, text) in enumerate(segments):
             a, at = parse_prefix(text, dialect)
@@ -553,8 +553,8 @@ class Scanner:
                 steps.append((a.ts, first_no + i, text, a))
             if "it]" in message or "it/s" in message:
                 bar.read(message, first_no + i, a, stamped)
-            if message and progress_of(message) is not None and not ERRORISH.search(message):
-                last_step = (first_no + i, text, a)  # of any rank, or none
+            if message:
+                seen.append((first_no + i, text, a, message))
             if a.ts is not None:
                 stamped = a.ts
             if a.rank is None and a.local_rank is None:
@@ -580,9 +580,14 @@ class Scanner:
             (ts, no, text, a), interval = cadence
             result.tails.append(Fact("cadence", name, no, text[:MAX_TEXT], None, None, a.host, a.time, ts,
                                      {"interval": f"{interval:.3f}"}))
-        if last_step is not None:  # (how far a restarted job's last attempt got: restarts.scope)
-            no, text, a = last_step
-            result.tails.append(Fact("last-step", name, no, text[:MAX_TEXT], a.rank, a.local_rank, a.host, a.time, a.ts, {}))
+        # the source's last line of work with a step counter, of any rank or none (how far a
+        # restarted job's last attempt got: restarts.scope); of a long line, tqdm's redraws glued
+        # by carriage returns, its end says how far it got
+        for no, text, a, message in reversed(seen):
+            end = message[-_END:]
+            if progress_of(end) is not None and not ERRORISH.search(end):
+                result.tails.append(Fact("last-step", name, no, text[:MAX_TEXT], a.rank, a.local_rank, a.host, a.time, a.ts, {}))
+                break
         if (est := bar.cadence()) is not None and (cadence is None or est[0] > cadence[0][0]):
             ts, interval = est
             result.tails.append(Fact("cadence", name, bar.line, bar.text[:MAX_TEXT], None, None, bar.attr.host, None, ts,
@@ -766,6 +771,9 @@ _TQDM = re.compile(r"(?P<n>\d+)/\d+ \[(?:(?P<h>\d+):)?(?P<m>\d+):(?P<s>\d\d)<[^,
                    r"(?:(?P<rate>\d+(?:\.\d+)?)(?P<unit>s/it|it/s)|\?it/s)[^\]]*\]")
 
 
+_END = 512  # characters of a long line's ends read for a tqdm bar or a step counter (glued redraws)
+
+
 @dataclass
 class _Bar:
     """A source's last tqdm bar, and when it began as far as the log's clock tells: the time of
@@ -780,7 +788,11 @@ class _Bar:
     attr: Attribution | None = None
 
     def read(self, message: str, line: int, attr: Attribution, stamped: float | None) -> None:
-        for m in _TQDM.finditer(message):
+        if len(message) > 2 * _END:  # many redraws glued: the first and the last tell
+            found = [m for m in (_TQDM.search(message[:_END]),) if m] + list(_TQDM.finditer(message[-_END:]))[-1:]
+        else:
+            found = list(_TQDM.finditer(message))
+        for m in found:
             elapsed = int(m["h"] or 0) * 3600 + int(m["m"]) * 60 + int(m["s"])
             if elapsed < self.elapsed or self.attr is None:  # a new bar
                 self.start = stamped if int(m["n"]) <= 1 else None
