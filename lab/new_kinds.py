@@ -338,6 +338,14 @@ A twenty-fifth set (``--fresh 30``), written down while set EB was being collect
                       while its peers wait in DDP's gradient all_reduce.
 * ``none-tqdm-all-ranks`` a healthy run in which every rank draws its own tqdm bar over the
                       training steps (to stderr) and trains to the end.
+
+A twenty-sixth set (``--fresh 31``), written down while set EC was being collected, before either was measured:
+
+* ``bn-single-sample`` the model has a BatchNorm1d; at LAB_STEP the culprit's shard ends in a batch
+                      of one sample (drop_last=False), and BatchNorm's training-mode check raises on
+                      that rank while its peers wait in DDP's gradient all_reduce.
+* ``none-grad-accum`` a healthy run with gradient accumulation: every other micro-batch runs its
+                      backward under DDP's ``no_sync()``, and the job trains to the end.
 """
 
 import argparse
@@ -434,6 +442,17 @@ class _FusedGelu(torch.autograd.Function):
         return grad * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * 0.7978845608 * (1 + 3 * 0.044715 * x * x)), None
 
 
+class BnNet(torch.nn.Module):
+    """TinyNet with a BatchNorm1d after its first layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.bn, self.fc2 = torch.nn.Linear(16, 32), torch.nn.BatchNorm1d(32), torch.nn.Linear(32, 4)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.bn(self.fc1(x))))
+
+
 class AuxNet(torch.nn.Module):
     """TinyNet with an auxiliary head that only batches with auxiliary targets use."""
 
@@ -512,7 +531,8 @@ def main():
     if no_ddp:
         model = TinyNet()
     else:
-        inner = AuxNet() if FAULT in ("unused-one-rank", "unused-all", "static-graph-change") else TinyNet()
+        inner = (AuxNet() if FAULT in ("unused-one-rank", "unused-all", "static-graph-change")
+                 else BnNet() if FAULT == "bn-single-sample" else TinyNet())
         if FAULT == "frozen-one-rank" and culprit:
             log.info("rank %d freezing the input layer (finetune.freeze_input=true)", rank)
             for p in next(inner.children()).parameters():
@@ -592,6 +612,9 @@ def main():
             if FAULT == "timeout-mismatch" and culprit and step == step_at:
                 log.info("rank %d step %d: writing evaluation samples", rank, step)
                 time.sleep(0.6 * float(os.environ.get("LAB_PG_TIMEOUT", "15")))
+            if FAULT == "bn-single-sample" and culprit and step == step_at:
+                x, y = x[:1], y[:1]  # the shard's last batch holds one sample (drop_last=False)
+                log.info("rank %d step %d: last batch of the shard (%d sample)", rank, step, x.shape[0])
             if FAULT == "none-early-stop" and step == step_at:
                 stale = torch.tensor([1.0])  # every rank's validation loss has not improved for 3 evaluations
                 dist.all_reduce(stale, op=dist.ReduceOp.MIN)
@@ -935,7 +958,17 @@ def main():
                     if bad.item() > 0:
                         log.info("rank %d step %d skipped (non-finite loss on %d rank(s))", rank, step, int(bad.item()))
                         continue
-                if FAULT == "custom-backward-exception":
+                if FAULT == "none-grad-accum" and step % 2 == 0:
+                    with model.no_sync():  # accumulate: the all_reduce runs on the second micro-batch
+                        torch.nn.functional.mse_loss(model(x), y).backward()
+                    loss = torch.nn.functional.mse_loss(model(x), y).detach()
+                    log.info("rank %d step %d: accumulated micro-batch 1/2", rank, step)
+                elif FAULT == "none-grad-accum":
+                    loss = torch.nn.functional.mse_loss(model(x), y)
+                    loss.backward()
+                    opt.step()
+                    opt.zero_grad()
+                elif FAULT == "custom-backward-exception":
                     out = _FusedGelu.apply(model(x), culprit and step == step_at)
                     loss = torch.nn.functional.mse_loss(out, y)
                     backward_step(model, opt, loss)
@@ -1030,7 +1063,7 @@ def main():
             dist.destroy_process_group()
             return
         if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry", "none-atexit-error",
-                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks"):
+                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")
