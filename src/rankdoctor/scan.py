@@ -718,6 +718,8 @@ class Scanner:
                 # the line's own global-rank prefix ([rankN]:, MPI, Lightning) names the printer
                 # (a "[Rank N]" inside the message may be local to its process group), unless
                 # ranks' output interleaved within the line: then the message's own rank wins
+                # the line's time: its prefix's, else the one the message gives itself (``at``)
+                time, ts = (attr.time, attr.ts) if attr.ts is not None or "at" not in caps else _message_time(caps["at"])
                 rank = own_rank if own_rank is not None else _int(caps.get("rank"), attr.rank)
                 if rank is None and (rm := _IN_MESSAGE_RANK.search(seg)):
                     rank = int(rm.group(1))
@@ -735,8 +737,8 @@ class Scanner:
                     host=caps.get("host") or attr.host,
                     pid=_int(caps.get("pid"), attr.pid),
                     device=_int(caps.get("device"), attr.device),
-                    time=attr.time if attr.ts is not None or "at" not in caps else _message_time(caps["at"])[0],
-                    ts=attr.ts if attr.ts is not None or "at" not in caps else _message_time(caps["at"])[1],
+                    time=time,
+                    ts=ts,
                     captures=caps,
                 )
                 sample = result.add_event(ev)

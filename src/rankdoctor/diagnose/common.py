@@ -27,7 +27,8 @@ def fingerprint(text: str) -> str:
     return _MASK.sub("#", PREFIX_MASK.sub("", text)).strip()
 
 
-def said(text: str, limit: int = 120) -> str:
-    """What a line says, for a note: the text after its prefixes, cut to ``limit`` characters."""
+def said(text: str, limit: int | None = 120) -> str:
+    """What a line says, for a note: the text after its prefixes, cut to ``limit`` characters
+    (None: whole)."""
     _, at = parse_prefix(text)
     return text[at:].strip()[:limit]

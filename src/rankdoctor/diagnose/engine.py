@@ -194,7 +194,7 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, 
     if w.table.stopped_working is not None:
         stop, step, gap, interval = w.table.stopped_working
         sig = kb.signature(stop.entry, stop.signature) if stop.entry else None
-        m = re.search(sig.regex, stop.text) if sig is not None else None
+        m = re.search(sig.regex, stop.text, re.I if sig.ignore_case else 0) if sig is not None else None
         quoted = said(stop.text if m is None else stop.text[m.start():])  # a glued line: from the stop's own words
         about = "about " if "estimated" in step.captures else ""  # a progress bar's elapsed time, from its start
         warnings.append(f"{stop.source}:{stop.line}: the job was stopped from outside (\"{quoted}\") "

@@ -22,6 +22,7 @@ from ..kb.loader import KnowledgeBase
 from ..trajectory import reported_loss
 from .attribution import ACTIVITY, CADENCE, FATAL, TAIL, TRACE, WARNED, Attributed
 from .collectives import CollectiveFinding, Report, analyse, collect_reports, minority
+from .common import said
 from .launcher import ExitRecord
 from .ras import RasEvidence, suspects_of
 from .traceback import user_call_site
@@ -572,8 +573,7 @@ _TOGETHER = 2.0  # seconds: lines of work this close were printed together (feat
 
 def _gist(ev: Event) -> str:
     """What a line of work says, its prefixes and digits aside ("rank # step # loss #.#")."""
-    _, at = parse_prefix(ev.text)
-    return _DIGITS.sub("#", ev.text[at:]).strip()
+    return _DIGITS.sub("#", said(ev.text, None))
 
 
 def _level_with_waiters(rows: dict[int, RankRow]) -> set[int]:
@@ -591,8 +591,8 @@ def _level_with_waiters(rows: dict[int, RankRow]) -> set[int]:
         ev = rw.last_active
         if rw.waits or rw.failures or ev is None or ev.ts is None:
             continue
-        said = _gist(ev)
-        if any(said == m and (t := on_one_clock(ev.ts, ts)) is not None and abs(t[0] - t[1]) <= _TOGETHER
+        gist = _gist(ev)
+        if any(gist == m and (t := on_one_clock(ev.ts, ts)) is not None and abs(t[0] - t[1]) <= _TOGETHER
                for m, ts in marks):
             out.add(r)
     return out
@@ -618,15 +618,14 @@ def _blocked_apart(rows: dict[int, RankRow], expected: set[int]) -> dict[str, se
     if any(ev is None or ev.ts is None or rows[ev.rank].waits or rows[ev.rank].failures
            or rows[ev.rank].end in (End.own_death, End.died_waiting) for ev in lasts):
         return {}
-    message = _gist
-    said = {message(ev) for ev in lasts}
+    gists = {_gist(ev) for ev in lasts}
     times = [ev.ts for ev in lasts]
-    if len(said) != 1 or max(times) - min(times) > _TOGETHER:
+    if len(gists) != 1 or max(times) - min(times) > _TOGETHER:
         return {}
     first = min(lasts, key=lambda e: e.ts)
     for r in waiting:
         own = rows[r].last_active
-        if own is None or message(own) in said or order(own, first) != -1:
+        if own is None or _gist(own) in gists or order(own, first) != -1:
             return {}
     return {"waiting_side": waiting, "stopped_side": stopped}
 

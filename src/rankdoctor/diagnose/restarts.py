@@ -111,23 +111,25 @@ def scope(scan: ScanResult) -> tuple[ScanResult, Scope | None]:
         return scan, None
     failed = sorted({_attempt(e, bounds, dirs) for e in events if _own_failure(e)})
     last = max(attempts)
-    if not failed:
+    # no line of the last attempt reports trouble (of its own or a launcher's)
+    last_quiet = not any(e.role != "context" and _attempt(e, bounds, dirs) == last for e in events)
+    own_failed = bool(failed)
+    if not own_failed:
         # the attempts' failure shows only as the launcher's restart; read on when the last
         # attempt was still making steps at the end (below), else as one attempt
-        if any(e.role != "context" and _attempt(e, bounds, dirs) == last for e in events):
+        if not last_quiet:
             return scan, None
         failed = [0]
     first = failed[0]
     done = [f for f in facts if f.fact == DONE_FACT and _attempt(f, bounds, dirs) == last]
     recovered = done[-1] if done and last not in failed else None
     running = False
-    if recovered is None and last not in failed and not any(
-            e.role != "context" and _attempt(e, bounds, dirs) == last for e in events):
-        # no line of the last attempt reports trouble, and it made steps: still running at the end
+    if recovered is None and last not in failed and last_quiet:
+        # the last attempt made steps and reported no trouble: still running at the end
         steps = [t for t in scan.tails if t.fact == "last-step" and _attempt(t, bounds, dirs) == last]
         if steps:
             recovered, running = max(steps, key=lambda t: (t.source, t.line)), True
-    if recovered is None and not any(_own_failure(e) for e in events):
+    if recovered is None and not own_failed:
         return scan, None  # no failure of a worker's own, and no recovery to tell
     # (for the note: the attempt's first failure line, a peer's report of it included)
     own = [e for e in events if (_own_failure(e) or (e.role == "symptom" and "launcher" not in e.captures))
