@@ -346,12 +346,24 @@ A twenty-sixth set (``--fresh 31``), written down while set EC was being collect
                       that rank while its peers wait in DDP's gradient all_reduce.
 * ``none-grad-accum`` a healthy run with gradient accumulation: every other micro-batch runs its
                       backward under DDP's ``no_sync()``, and the job trains to the end.
+
+A twenty-seventh set (``--fresh 32``), written down while set ED was being collected, before either was measured:
+
+* ``dl-worker-sigbus`` the culprit's DataLoader worker reads record LAB_STEP*8+3 through a shared-
+                      memory mapping (in /dev/shm) whose backing file has shrunk under it, as when
+                      a small /dev/shm fills: the worker dies of a real SIGBUS, PyTorch prints its
+                      "insufficient shared memory (shm)" hint and the DataLoader raises in the
+                      main process, while the peers wait in DDP's gradient all_reduce.
+* ``none-dcp-save``   a healthy run that writes a distributed checkpoint
+                      (torch.distributed.checkpoint, one shard per rank) at LAB_STEP, loads it
+                      back on every rank, and trains to the end.
 """
 
 import argparse
 import atexit
 import ctypes
 import io
+import mmap
 import os
 import pickle
 import queue
@@ -394,6 +406,14 @@ class Records(torch.utils.data.Dataset):
         if (FAULT == "dl-worker-segv" and self.rank in lab_culprits(1)
                 and i == lab_int("LAB_STEP", 4) * 8 + 3):
             ctypes.string_at(0)  # the native decoder's null pointer
+        if (FAULT == "dl-worker-sigbus" and self.rank in lab_culprits(1)
+                and i == lab_int("LAB_STEP", 4) * 8 + 3):
+            # A batch staged in /dev/shm whose backing pages are gone (a full tmpfs): the read faults.
+            staged = tempfile.TemporaryFile(dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+            staged.truncate(1 << 20)
+            view = mmap.mmap(staged.fileno(), 1 << 20)
+            staged.truncate(0)
+            view[4096]
         x, y = self.data[i // 8]
         return x[i % 8], y[i % 8]
 
@@ -574,7 +594,7 @@ def main():
             dist.monitored_barrier(timeout=timedelta(seconds=limit))
             log.info("rank %d passed the data barrier", rank)
 
-        if FAULT in ("dl-worker-exception", "dl-worker-segv"):
+        if FAULT in ("dl-worker-exception", "dl-worker-segv", "dl-worker-sigbus"):
             loader = torch.utils.data.DataLoader(Records(rank, STEPS * 8), batch_size=8, num_workers=1)
             stream = iter(loader)
         elif FAULT == "dl-timeout":
@@ -968,6 +988,21 @@ def main():
                     loss.backward()
                     opt.step()
                     opt.zero_grad()
+                elif FAULT == "none-dcp-save" and step == step_at:
+                    import torch.distributed.checkpoint as dcp
+                    loss = train_step(model, opt, x, y)
+                    where = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"),
+                                         f"lab-{os.environ.get('TORCHELASTIC_RUN_ID', 'run')}-dcp-step{step}")
+                    log.info("rank %d step %d: saving a distributed checkpoint to %s", rank, step, where)
+                    dcp.save({"model": model.module.state_dict()}, checkpoint_id=where)
+                    state = {"model": model.module.state_dict()}
+                    dcp.load(state, checkpoint_id=where)
+                    model.module.load_state_dict(state["model"])
+                    log.info("rank %d step %d: distributed checkpoint saved and read back", rank, step)
+                    dist.barrier()
+                    if rank == 0:
+                        import shutil
+                        shutil.rmtree(where, ignore_errors=True)
                 elif FAULT == "custom-backward-exception":
                     out = _FusedGelu.apply(model(x), culprit and step == step_at)
                     loss = torch.nn.functional.mse_loss(out, y)
@@ -1063,7 +1098,7 @@ def main():
             dist.destroy_process_group()
             return
         if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry", "none-atexit-error",
-                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum"):
+                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")

@@ -1358,7 +1358,24 @@ MATRIX_FRESH31: dict = {
                                          "the first under DDP's no_sync(), and trains to the end"),
                         [(4, (1,), 3, True), (3, (2,), 2, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23, 24: MATRIX_FRESH24, 25: MATRIX_FRESH25, 26: MATRIX_FRESH26, 27: MATRIX_FRESH27, 28: MATRIX_FRESH28, 29: MATRIX_FRESH29, 30: MATRIX_FRESH30, 31: MATRIX_FRESH31}
+# A twenty-seventh draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-07 (twenty-seventh
+# session) while set ED was being collected, before either was measured.
+_KINDS.update({
+    "dl-worker-sigbus": ("dl-worker-sigbus", "shm-insufficient", "dataloader-worker-shm-bus-error",
+                         "has a DataLoader worker that dies of a real SIGBUS at record {s}*8+3, reading a batch "
+                         "staged in /dev/shm whose backing pages are gone (a full tmpfs); PyTorch prints its shared-"
+                         "memory hint and the DataLoader raises in the main process", {},
+                         [r"Unexpected bus error encountered in worker",
+                          r"DataLoader worker \(pid \d+\) is killed by signal: Bus error"]),
+})
+
+MATRIX_FRESH32: dict = {
+    "dl-worker-sigbus": (_mx_kind("dl-worker-sigbus"), [(4, (1,), 3, True), (3, (2,), 2, False)]),
+    "none-dcp-save": (_mx_healthy_step("none-dcp-save", "at step {s} every rank writes its shard of a distributed "
+                                       "checkpoint (torch.distributed.checkpoint), reads it back and trains to the end"),
+                      [(4, (0,), 3, True), (3, (1,), 2, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23, 24: MATRIX_FRESH24, 25: MATRIX_FRESH25, 26: MATRIX_FRESH26, 27: MATRIX_FRESH27, 28: MATRIX_FRESH28, 29: MATRIX_FRESH29, 30: MATRIX_FRESH30, 31: MATRIX_FRESH31, 32: MATRIX_FRESH32}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
