@@ -139,9 +139,13 @@ def _scan_range(r: _Range, dialect, chunk_size: int, scanner: Scanner | None = N
     try:
         if r.start:
             with _sources.open_plain(r.path) as f:
-                lo = max(r.tail_from, r.start - CONTEXT_BYTES)
+                # context: the chunk before this range's last bytes; for the source's last range,
+                # also its bytes before the range (its tail, when the range is one short line)
+                lo = max(r.tail_from, r.start - CONTEXT_BYTES) if not r.last else max(0, r.start - CONTEXT_BYTES)
                 f.seek(lo)
-                cur.tail = f.read(r.start - lo)
+                before = f.read(r.start - lo)
+                cur.tail = before[max(r.tail_from, r.start - CONTEXT_BYTES) - lo:]
+                cur.end = before
         scanner.scan_chunks(iter_file_chunks(r.path, r.start, r.end, chunk_size), r.name, base, result, stats, cur)
     except (OSError, EOFError, ValueError) as exc:
         stats.warnings.append(f"{r.name}: input ends early ({exc}); read what was intact")

@@ -261,8 +261,9 @@ class Cursor:
     first chunk)."""
 
     line_base: int = 0
-    tail: bytes = b""
+    tail: bytes = b""  # the last bytes of the chunk before the next one (context)
     dialect: Dialect | None = None
+    end: bytes = b""  # the source's last CONTEXT_BYTES so far, over chunks: its tail at the end
 
 
 def sniff_chunk(chunk: bytes) -> Dialect:
@@ -498,11 +499,14 @@ class Scanner:
             stats.bytes += n
             cur.line_base += newlines
             cur.tail = chunk[max(0, n - CONTEXT_BYTES) : n]
+            # the stream's last CONTEXT_BYTES: a short chunk (a file's last line without its
+            # newline comes alone) keeps the end of the one before it
+            cur.end = cur.tail if n >= CONTEXT_BYTES else (cur.end + chunk[:n])[-CONTEXT_BYTES:]
         return True
 
     def finish(self, name: str, base: Attribution, result: ScanResult, stats: InputStats, cur: "Cursor") -> None:
         """After a source's last chunk: its line count and each rank's last sign of life."""
-        tail = cur.tail
+        tail = cur.end
         stats.lines = cur.line_base + (0 if not tail or tail.endswith(b"\n") else 1)
         if tail and cur.dialect is not None:
             self._note_tail(tail, stats.lines, name, base, cur.dialect, result)
@@ -540,7 +544,7 @@ class Scanner:
         last: dict[tuple, Fact] = {}
         work: dict[tuple, list[_TailLine]] = {}  # each rank's lines outside tracebacks, in order
         in_traceback: set[tuple] = set()
-        steps: list[tuple[float, int, str, Attribution]] = []  # timestamped lines with a step counter, any rank
+        steps: list[tuple[float, int, str, Attribution]] = []  # lines with a step counter and their time, any rank
         bar = _Bar()  # the source's last tqdm progress bar (bars carry no clock of their own)
         stamped: float | None = None  # the time of the last timestamped line so far
         seen: list[tuple] = []  # every line of the tail with a message, of any rank or none
@@ -549,8 +553,11 @@ class Scanner:
             a, at = parse_prefix(text, dialect)
             a = a.merged_over(base)
             message = text[at:].strip()
-            if a.ts is not None and message and progress_of(message) is not None:
-                steps.append((a.ts, first_no + i, text, a))
+            # a step line with no clock of its own ("Epoch: [0]  [ 240/10009]  eta: ...", printed
+            # between stamped records of the same run) was printed after the last stamped line
+            # before it: that time, a lower bound, stands for it
+            if (when := a.ts if a.ts is not None else stamped) is not None and message and progress_of(message) is not None:
+                steps.append((when, first_no + i, text, a))
             if "it]" in message or "it/s" in message:
                 bar.read(message, first_no + i, a, stamped)
             if message:

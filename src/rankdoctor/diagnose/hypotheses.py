@@ -252,10 +252,23 @@ def unnamed_failures_cut(kb: KnowledgeBase, table: RankTable, events: list[Event
     return bool(unnamed) and all("cut" in ev.captures for ev in unnamed)
 
 
+# the source line Python prints under a frame: indented deeper than its "File" line (the
+# prefixes a rank's lines carry stand before it: "[rank3]:     state = torch.load(path)")
+_CODE_LINE = re.compile(r".*?\s{4,}\S")
+
+
 def framed_entries(kb: KnowledgeBase, ev: Event) -> list[Entry]:
-    """Entries whose ``traceback_frames`` match a frame of the exception's traceback."""
-    # a Windows path's backslashes read as slashes, so one pattern serves both
-    frames = [ln.replace("\\", "/") for ln in [*ev.context, ev.text] if 'File "' in ln or "frame #" in ln]
+    """Entries whose ``traceback_frames`` match a frame of the exception's traceback: its
+    ``File "...", line N, in func`` line, or the line of code Python prints under it (what
+    the frame was running: ``with open(cfg.CHECKPOINT_FILE_PATH, "rb") as f:``)."""
+    lines = [*ev.context, ev.text]
+    frames = []
+    for i, ln in enumerate(lines):
+        if 'File "' in ln or "frame #" in ln:
+            # a Windows path's backslashes read as slashes, so one pattern serves both
+            frames.append(ln.replace("\\", "/"))
+            if 'File "' in ln and i + 1 < len(lines) and _CODE_LINE.match(lines[i + 1]) and 'File "' not in lines[i + 1]:
+                frames.append(lines[i + 1])
     if not frames:
         return []
     return [e for e in kb if e.traceback_frames and any(re.search(rx, ln) for rx in e.traceback_frames for ln in frames)]

@@ -117,7 +117,9 @@ _P_SRUN = re.compile(r" {0,4}(?P<rank>\d{1,5}) ?: ")
 # `grep pattern *.log` across files puts the file name first: "LOG1.0.txt:host:pid:tid [0] NCCL INFO ..."
 _P_GREPFILE = re.compile(r"(?P<file>[\w.-]+(?:/[\w.-]+)*\.(?:log|txt|out|err))[:-](?=\S)")
 _P_PIPE = re.compile(r" *\| ")  # CI log viewers
-_P_QUOTE = re.compile(r" {0,3}>(?: |$)")  # a log pasted as a Markdown block quote ("> [rank3]: ...")
+# a log pasted as a Markdown block quote ("> [rank3]: ..."), or as comments in a script or
+# config ("# [rank0]: Traceback ...": the marker and one space; "#0 0x..." frames do not match)
+_P_QUOTE = re.compile(r" {0,3}[>#](?: |$)")
 _P_PYTEST = re.compile(r"E {3,}(?=\S)")  # pytest's failure report ("E       RuntimeError: ...")
 # an exception line a reporter set in Markdown bold ("**RuntimeError: Connection reset by peer**")
 _P_BOLD_EXC = re.compile(r"\*\*(?=[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure)\b)")
