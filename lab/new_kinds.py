@@ -357,6 +357,16 @@ A twenty-seventh set (``--fresh 32``), written down while set ED was being colle
 * ``none-dcp-save``   a healthy run that writes a distributed checkpoint
                       (torch.distributed.checkpoint, one shard per rank) at LAB_STEP, loads it
                       back on every rank, and trains to the end.
+
+A twenty-eighth set (``--fresh 33``), written down while set EE was being collected, before either was measured:
+
+* ``gather-object-unpicklable`` at LAB_STEP every rank gathers its evaluation metrics with
+                      all_gather_object; the culprit's dict carries the formatter callback (a
+                      lambda) that its metric logger attached, pickling fails on that rank, and
+                      its peers wait in the object gather until the timeout.
+* ``none-deprecation-warnings`` a healthy run that uses the deprecated torch.cuda.amp API on a
+                      machine without CUDA: every rank prints FutureWarning / UserWarning lines
+                      (GradScaler at start, autocast at every step) and trains to the end.
 """
 
 import argparse
@@ -542,6 +552,10 @@ def main():
             os.environ["LAB_PG_TIMEOUT"] = str(0.3 * float(os.environ.get("LAB_PG_TIMEOUT", "15")))
     rank, world = setup()
     culprit = rank in lab_culprits(1)
+    if FAULT == "none-deprecation-warnings":
+        import warnings
+        warnings.simplefilter("always")  # as a run under PYTHONWARNINGS=always prints them
+        scaler = torch.cuda.amp.GradScaler()  # deprecated; disabled without CUDA  # noqa: F841
     if FAULT == "none-atexit-error" and culprit:
         def flush_metrics():
             raise ConnectionError("metrics endpoint http://metrics.internal:9091 refused the connection while flushing")
@@ -632,6 +646,14 @@ def main():
             if FAULT == "timeout-mismatch" and culprit and step == step_at:
                 log.info("rank %d step %d: writing evaluation samples", rank, step)
                 time.sleep(0.6 * float(os.environ.get("LAB_PG_TIMEOUT", "15")))
+            if FAULT == "gather-object-unpicklable" and step == step_at:
+                metrics = {"rank": rank, "step": step, "samples": 8 * (step + 1)}
+                if culprit:  # the metric logger's formatter callback, left in the dict
+                    metrics["format"] = lambda v: f"{v:.4f}"
+                gathered = [None] * world
+                log.info("rank %d step %d: gathering evaluation metrics", rank, step)
+                dist.all_gather_object(gathered, metrics)
+                log.info("rank %d step %d: gathered metrics of %d ranks", rank, step, len(gathered))
             if FAULT == "bn-single-sample" and culprit and step == step_at:
                 x, y = x[:1], y[:1]  # the shard's last batch holds one sample (drop_last=False)
                 log.info("rank %d step %d: last batch of the shard (%d sample)", rank, step, x.shape[0])
@@ -988,6 +1010,10 @@ def main():
                     loss.backward()
                     opt.step()
                     opt.zero_grad()
+                elif FAULT == "none-deprecation-warnings":
+                    with torch.cuda.amp.autocast():  # deprecated; and no CUDA here: disabled, with a warning
+                        loss = torch.nn.functional.mse_loss(model(x), y)
+                    backward_step(model, opt, loss)
                 elif FAULT == "none-dcp-save" and step == step_at:
                     import torch.distributed.checkpoint as dcp
                     loss = train_step(model, opt, x, y)
@@ -1098,7 +1124,7 @@ def main():
             dist.destroy_process_group()
             return
         if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry", "none-atexit-error",
-                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save"):
+                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")
