@@ -42,3 +42,19 @@ def test_cudnn_finding_no_algorithm_is_a_gpu_memory_problem():
     top = d.diagnoses[0]
     assert (top.entry, top.klass) == ("cudnn-no-valid-algorithm", "cuda-oom")
     assert 0 in top.initiating_ranks
+
+
+def test_a_launcher_s_called_process_error_for_a_sigkilled_worker(tmp_path):
+    """The same reading for torch.distributed.launch of torch 1.x, which raises Python's
+    CalledProcessError for a failed worker: "died with <Signals.SIGKILL: 9>" is a SIGKILL, and
+    the command line's --local_rank says which worker; another signal is not."""
+    line = ("subprocess.CalledProcessError: Command '['/usr/bin/python3', '-u', 'train.py', '--local_rank=3', "
+            "'--epochs', '90']' died with <Signals.SIGKILL: 9>.\n")
+    killed = tmp_path / "killed.log"
+    killed.write_text("Traceback (most recent call last):\n  File \"launch.py\", line 260, in <module>\n    main()\n" + line,
+                      encoding="utf-8")
+    d = rankdoctor.diagnose(killed)
+    assert d.diagnoses[0].klass == "host-oom", [(x.entry, x.confidence) for x in d.diagnoses]
+    segv = tmp_path / "segv.log"
+    segv.write_text(killed.read_text(encoding="utf-8").replace("<Signals.SIGKILL: 9>", "<Signals.SIGSEGV: 11>"), encoding="utf-8")
+    assert rankdoctor.diagnose(segv).diagnoses[0].klass != "host-oom"
