@@ -367,6 +367,17 @@ A twenty-eighth set (``--fresh 33``), written down while set EE was being collec
 * ``none-deprecation-warnings`` a healthy run that uses the deprecated torch.cuda.amp API on a
                       machine without CUDA: every rank prints FutureWarning / UserWarning lines
                       (GradScaler at start, autocast at every step) and trains to the end.
+
+A twenty-ninth set (``--fresh 34``), written down while set EF was being collected, before either was measured:
+
+* ``broadcast-src-mismatch`` at LAB_STEP every rank broadcasts the run config from the leader
+                      rank 0, but the culprit, whose node config names itself the leader,
+                      broadcasts from its own rank: the two sources' sends never match and the
+                      ranks time out in the broadcast (and the barrier after it).
+* ``none-signal-checkpoint`` a healthy run in which the scheduler's warning signal (SIGUSR1,
+                      as Slurm's --signal sends it before a preemption) reaches rank 0 at
+                      LAB_STEP: its handler asks for a checkpoint, every rank saves one at the
+                      next step and the job trains to the end.
 """
 
 import argparse
@@ -514,6 +525,14 @@ def _resolve(config, key):
     return value
 
 
+_CKPT_ASKED: list = []  # none-signal-checkpoint: rank 0's SIGUSR1 handler asks for a checkpoint
+
+
+def _on_sigusr1(signum, frame):
+    log.warning("received signal %d (SIGUSR1) from the scheduler: a checkpoint will be saved at the next step", signum)
+    _CKPT_ASKED.append(True)
+
+
 @record
 def main():
     launched_culprit = int(os.environ.get("RANK", "0")) in lab_culprits(1)  # before init: torchrun's RANK
@@ -552,6 +571,8 @@ def main():
             os.environ["LAB_PG_TIMEOUT"] = str(0.3 * float(os.environ.get("LAB_PG_TIMEOUT", "15")))
     rank, world = setup()
     culprit = rank in lab_culprits(1)
+    if FAULT == "none-signal-checkpoint":
+        signal.signal(signal.SIGUSR1, _on_sigusr1)
     if FAULT == "none-deprecation-warnings":
         import warnings
         warnings.simplefilter("always")  # as a run under PYTHONWARNINGS=always prints them
@@ -646,6 +667,23 @@ def main():
             if FAULT == "timeout-mismatch" and culprit and step == step_at:
                 log.info("rank %d step %d: writing evaluation samples", rank, step)
                 time.sleep(0.6 * float(os.environ.get("LAB_PG_TIMEOUT", "15")))
+            if FAULT == "broadcast-src-mismatch" and step == step_at:
+                src = rank if culprit else 0  # this node's config names itself the leader
+                config = torch.full((4,), float(rank))
+                log.info("rank %d step %d: broadcasting the run config from rank %d", rank, step, src)
+                dist.broadcast(config, src=src)
+                log.info("rank %d step %d: run config received", rank, step)
+            if FAULT == "none-signal-checkpoint":
+                if rank == 0 and step == step_at:
+                    os.kill(os.getpid(), signal.SIGUSR1)  # the scheduler's warning before a preemption
+                want = torch.tensor([1.0 if _CKPT_ASKED else 0.0])
+                dist.all_reduce(want)  # rank 0's request reaches every rank
+                if want.item() > 0:
+                    path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}-preempt.pt")
+                    torch.save(model.state_dict(), path)
+                    os.remove(path)
+                    log.info("rank %d step %d: checkpoint saved on the scheduler's request", rank, step)
+                    _CKPT_ASKED.clear()
             if FAULT == "gather-object-unpicklable" and step == step_at:
                 metrics = {"rank": rank, "step": step, "samples": 8 * (step + 1)}
                 if culprit:  # the metric logger's formatter callback, left in the dict
@@ -1124,7 +1162,7 @@ def main():
             dist.destroy_process_group()
             return
         if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry", "none-atexit-error",
-                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings"):
+                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")

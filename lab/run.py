@@ -1393,7 +1393,23 @@ MATRIX_FRESH33: dict = {
                                                    "to the end"),
                                   [(4, (2,), 3, True), (3, (0,), 2, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23, 24: MATRIX_FRESH24, 25: MATRIX_FRESH25, 26: MATRIX_FRESH26, 27: MATRIX_FRESH27, 28: MATRIX_FRESH28, 29: MATRIX_FRESH29, 30: MATRIX_FRESH30, 31: MATRIX_FRESH31, 32: MATRIX_FRESH32, 33: MATRIX_FRESH33}
+# A twenty-ninth draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-07 (twenty-seventh
+# session) while set EF was being collected, before either was measured.
+_KINDS.update({
+    "broadcast-src-mismatch": ("broadcast-src-mismatch", "collective-desync", "collective-sequence-mismatch",
+                               "broadcasts the run config from its own rank at step {s} (its node config names it the "
+                               "leader) while the others broadcast from rank 0: the sends never match and the ranks "
+                               "time out", {}, [r"rank {c} step {s}: broadcasting the run config from rank {c}"]),
+})
+
+MATRIX_FRESH34: dict = {
+    "broadcast-src-mismatch": (_mx_kind("broadcast-src-mismatch"), [(4, (2,), 3, True), (3, (1,), 2, False)]),
+    "none-signal-checkpoint": (_mx_healthy_step("none-signal-checkpoint", "at step {s} rank 0 receives the scheduler's "
+                                                "warning signal (SIGUSR1), every rank saves a checkpoint at the next "
+                                                "step, and the job trains to the end"),
+                               [(4, (0,), 3, True), (3, (0,), 2, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23, 24: MATRIX_FRESH24, 25: MATRIX_FRESH25, 26: MATRIX_FRESH26, 27: MATRIX_FRESH27, 28: MATRIX_FRESH28, 29: MATRIX_FRESH29, 30: MATRIX_FRESH30, 31: MATRIX_FRESH31, 32: MATRIX_FRESH32, 33: MATRIX_FRESH33, 34: MATRIX_FRESH34}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
