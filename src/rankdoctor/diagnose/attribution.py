@@ -320,8 +320,8 @@ def _fact_events(kb: KnowledgeBase, scan: ScanResult) -> list[Event]:
 
 
 # (after the prefixes parse_prefix reads; srun -l's "N: " label is the source's dialect, read by
-# the scanner, so it is allowed here, behind a pasted quote's "> ")
-_DAEMON = re.compile(r"(?:>\s*)?(?:\d+:\s+)?slurmstepd(?:-\S+)?: ")
+# the scanner, so it is allowed here, behind a pasted quote's "> " or a script comment's "# ")
+_DAEMON = re.compile(r"(?:[>#]\s*)?(?:\d+:\s+)?slurmstepd(?:-\S+)?: ")
 
 
 def _daemon_lines(events: list[Event]) -> list[Event]:
