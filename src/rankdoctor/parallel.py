@@ -17,6 +17,7 @@ available the scan runs in one process.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing as mp
 import os
 import signal
@@ -114,6 +115,11 @@ _STATE: dict = {}  # set in the parent before the pool forks: the scanner, the s
 
 def _init_worker() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    # What the fork copied from the parent is never collected here: a collection could run the
+    # weakref callback of an executor the parent left for its own collector, whose lock a
+    # parent thread held at the fork (the worker then waits forever), and it would touch pages
+    # that copy-on-write otherwise shares (gc.freeze's documented use after fork)
+    gc.freeze()
 
 
 def _scan_whole(indexes: list[int], chunk_size: int) -> ScanResult:
