@@ -36,6 +36,10 @@ JOB = textwrap.dedent("""
 """)
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _free_port() -> int:
     import socket
     with socket.socket() as s:
@@ -50,8 +54,10 @@ def test_a_parent_interrupted_while_its_workers_hang_is_no_healthy_run(tmp_path)
     with open(log, "wb") as out:
         # a session of its own: the SIGINT goes to the parent alone, and the test can end the
         # workers (mp.spawn's children) afterwards through the process group
+        # (and SIGINT at its default, as a terminal starts a program: a test runner's process may
+        # ignore it, and Python keeps an inherited "ignore" instead of raising KeyboardInterrupt)
         p = subprocess.Popen([sys.executable, str(script), str(_free_port())], stdout=out, stderr=subprocess.STDOUT,
-                             start_new_session=True)
+                             start_new_session=True, preexec_fn=_default_sigint)
         try:
             deadline = time.monotonic() + 60
             while b"[Rank 0]: waiting for the others" not in log.read_bytes() and time.monotonic() < deadline:
