@@ -16,6 +16,8 @@ import time
 
 import rankdoctor
 
+from .remote_support import free_ports
+
 JOB = textwrap.dedent("""
     import os, sys, time
     import torch.distributed as dist
@@ -40,13 +42,6 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _free_port() -> int:
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_a_parent_interrupted_while_its_workers_hang_is_no_healthy_run(tmp_path):
     script = tmp_path / "job.py"
     script.write_text(JOB)
@@ -56,7 +51,7 @@ def test_a_parent_interrupted_while_its_workers_hang_is_no_healthy_run(tmp_path)
         # workers (mp.spawn's children) afterwards through the process group
         # (and SIGINT at its default, as a terminal starts a program: a test runner's process may
         # ignore it, and Python keeps an inherited "ignore" instead of raising KeyboardInterrupt)
-        p = subprocess.Popen([sys.executable, str(script), str(_free_port())], stdout=out, stderr=subprocess.STDOUT,
+        p = subprocess.Popen([sys.executable, str(script), str(free_ports(1)[0])], stdout=out, stderr=subprocess.STDOUT,
                              start_new_session=True, preexec_fn=_default_sigint)
         try:
             deadline = time.monotonic() + 60

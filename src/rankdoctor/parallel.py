@@ -147,11 +147,11 @@ def _scan_range(r: _Range, dialect, chunk_size: int, scanner: Scanner | None = N
             with _sources.open_plain(r.path) as f:
                 # context: the chunk before this range's last bytes; for the source's last range,
                 # also its bytes before the range (its tail, when the range is one short line)
-                lo = max(r.tail_from, r.start - CONTEXT_BYTES) if not r.last else max(0, r.start - CONTEXT_BYTES)
+                context_from = max(r.tail_from, r.start - CONTEXT_BYTES)
+                lo = max(0, r.start - CONTEXT_BYTES) if r.last else context_from
                 f.seek(lo)
-                before = f.read(r.start - lo)
-                cur.tail = before[max(r.tail_from, r.start - CONTEXT_BYTES) - lo:]
-                cur.end = before
+                cur.end = f.read(r.start - lo)
+                cur.tail = cur.end[context_from - lo:]
         scanner.scan_chunks(iter_file_chunks(r.path, r.start, r.end, chunk_size), r.name, base, result, stats, cur)
     except (OSError, EOFError, ValueError) as exc:
         stats.warnings.append(f"{r.name}: input ends early ({exc}); read what was intact")

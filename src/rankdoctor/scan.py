@@ -760,8 +760,9 @@ class Scanner:
 def _cadence(steps: list[tuple[float, int, str, "Attribution"]]) -> tuple[tuple, float] | None:
     """How often a source's output reported a step near its end: its last line with a step
     counter ("iteration 5/500000", "step 11 loss ...", of any rank) and a time (its own, or the
-    time of the stamped line before it), and the median time between such lines (the last eight gaps between distinct times, on the last line's clock:
-    dated and yearless stamps are not compared). None with fewer than three such lines."""
+    time of the stamped line before it), and the median time between such lines (the last eight
+    gaps between distinct times, on the last line's clock: dated and yearless stamps are not
+    compared). None with fewer than three such lines."""
     if len(steps) < 3:
         return None
     last = max(steps, key=lambda s: (s[0], s[1]))
