@@ -378,6 +378,19 @@ A twenty-ninth set (``--fresh 34``), written down while set EF was being collect
                       as Slurm's --signal sends it before a preemption) reaches rank 0 at
                       LAB_STEP: its handler asks for a checkpoint, every rank saves one at the
                       next step and the job trains to the end.
+
+A thirtieth set (``--fresh 35``), written down while set EG was being collected, before either was measured:
+
+* ``stopiteration-short-shard`` the training loop pulls one batch per step by hand from a
+                      generator that wraps the data iterator (``next(it)``); the culprit's shard holds
+                      only LAB_STEP batches, so at LAB_STEP its ``next`` raises StopIteration inside
+                      the generator, which Python turns into ``RuntimeError: generator raised
+                      StopIteration`` (PEP 479), and the rank dies while its peers wait in the next
+                      gradient all_reduce.
+* ``none-profiler-table`` a healthy run in which every rank profiles two steps from LAB_STEP with
+                      ``torch.profiler`` and prints the operator table (rows such as
+                      ``gloo:all_reduce``, ``aten::...`` and the CPU time totals) into its log, and
+                      trains to the end.
 """
 
 import argparse
@@ -660,6 +673,17 @@ def main():
             dist.barrier()
             model.module.load_state_dict(torch.load(path))
             log.info("rank %d resuming from checkpoint %s (step %d of the previous job)", rank, path, step_at)
+        if FAULT == "stopiteration-short-shard":
+            it = batches(rank, step_at if culprit else STEPS)  # the culprit's shard is short
+
+            def by_step():
+                for _ in range(STEPS):
+                    yield next(it)  # a StopIteration here becomes RuntimeError (PEP 479)
+            stream = by_step()
+        profiler = None
+        if FAULT == "none-profiler-table":
+            from torch.profiler import ProfilerActivity, profile
+            profiler = profile(activities=[ProfilerActivity.CPU])
         if FAULT == "none-tqdm-all-ranks":
             from tqdm import tqdm
             stream = tqdm(stream, total=STEPS, desc=f"rank {rank} train", mininterval=0, file=sys.stderr)
@@ -684,6 +708,13 @@ def main():
                     os.remove(path)
                     log.info("rank %d step %d: checkpoint saved on the scheduler's request", rank, step)
                     _CKPT_ASKED.clear()
+            if profiler is not None and step == step_at:
+                profiler.start()
+                log.info("rank %d step %d: profiling steps %d-%d", rank, step, step, step + 1)
+            if profiler is not None and step == step_at + 2:
+                profiler.stop()
+                print(profiler.key_averages().table(sort_by="cpu_time_total", row_limit=12), flush=True)
+                profiler = None
             if FAULT == "gather-object-unpicklable" and step == step_at:
                 metrics = {"rank": rank, "step": step, "samples": 8 * (step + 1)}
                 if culprit:  # the metric logger's formatter callback, left in the dict
@@ -1162,7 +1193,7 @@ def main():
             dist.destroy_process_group()
             return
         if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry", "none-atexit-error",
-                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint"):
+                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")

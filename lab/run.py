@@ -1409,7 +1409,24 @@ MATRIX_FRESH34: dict = {
                                                 "step, and the job trains to the end"),
                                [(4, (0,), 3, True), (3, (0,), 2, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23, 24: MATRIX_FRESH24, 25: MATRIX_FRESH25, 26: MATRIX_FRESH26, 27: MATRIX_FRESH27, 28: MATRIX_FRESH28, 29: MATRIX_FRESH29, 30: MATRIX_FRESH30, 31: MATRIX_FRESH31, 32: MATRIX_FRESH32, 33: MATRIX_FRESH33, 34: MATRIX_FRESH34}
+# A thirtieth draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-07 (twenty-eighth
+# session) while set EG was being collected, before either was measured.
+_KINDS.update({
+    "stopiteration-short-shard": ("stopiteration-short-shard", "peer-rank-crashed", "python-exception-in-one-rank",
+                                  "runs out of batches at step {s} (its data shard is short) inside the generator that "
+                                  "hands one batch per step to the loop: the StopIteration becomes 'RuntimeError: "
+                                  "generator raised StopIteration' and the rank dies while the others wait in the "
+                                  "gradient all_reduce", {}, [r"generator raised StopIteration"]),
+})
+
+MATRIX_FRESH35: dict = {
+    "stopiteration-short-shard": (_mx_kind("stopiteration-short-shard"), [(4, (1,), 3, True), (3, (2,), 2, False)]),
+    "none-profiler-table": (_mx_healthy_step("none-profiler-table", "every rank profiles two steps from step {s} with "
+                                             "torch.profiler and prints the operator table (gloo:all_reduce rows, CPU "
+                                             "time totals) into its log, and trains to the end"),
+                            [(4, (1,), 3, True), (3, (0,), 2, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23, 24: MATRIX_FRESH24, 25: MATRIX_FRESH25, 26: MATRIX_FRESH26, 27: MATRIX_FRESH27, 28: MATRIX_FRESH28, 29: MATRIX_FRESH29, 30: MATRIX_FRESH30, 31: MATRIX_FRESH31, 32: MATRIX_FRESH32, 33: MATRIX_FRESH33, 34: MATRIX_FRESH34, 35: MATRIX_FRESH35}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
