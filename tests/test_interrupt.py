@@ -78,7 +78,9 @@ def test_a_parent_interrupted_while_its_workers_hang_is_no_healthy_run(tmp_path)
     text = log.read_text(errors="replace")
     assert "KeyboardInterrupt" in text and "join" in text, text
     d = rankdoctor.diagnose(str(log)).to_json()
-    assert d["verdict"] != "no-failure-found", d
-    top = d["diagnoses"][0]
-    assert top["entry"] == "job-killed-while-hung", [(x["entry"], x["confidence"]) for x in d["diagnoses"]]
-    assert any(e["text"].strip().startswith("KeyboardInterrupt") for e in top["evidence"]), top["evidence"]
+    # not a healthy run, and not a confident hang either: the Ctrl-C is the run's only failure
+    # line, which says how it ended, not that it had stopped making progress (stop_alone)
+    assert d["verdict"] == "inconclusive", d
+    killed = [x for x in d["diagnoses"] if x["entry"] == "job-killed-while-hung"]
+    assert killed, [(x["entry"], x["confidence"]) for x in d["diagnoses"]]
+    assert any(e["text"].strip().startswith("KeyboardInterrupt") for e in killed[0]["evidence"]), killed[0]["evidence"]

@@ -58,6 +58,7 @@ FEATURES: dict[str, str] = {
     "finding_quiet": "the entry explains a straggler, and some rank went quiet early or worked on while the others waited",
     "finding_first_collective": "the entry explains a hang in the job's first collective, and every timeout report is at SeqNum 0 or 1",
     "finding_first_stated": "the entry explains a hang in the job's first collective, and the job was said to have hung (--hung) before any rank printed a step, a timeout or a failure",
+    "stop_alone": "the entry's lines include a stop from outside (a signature with stop: a scheduler's time limit, a launcher's death signal, a person's Ctrl-C), and the run's only failure lines are such stops: no rank failed, waited or timed out, no other line of any entry fired, and nobody said the job hung - the stop says the run was ended, not that it had stopped making progress",
     "stated_hang": "no line shows a failure or a timeout: the job was only said to have hung (--hung, or watch --hung-after saw no line for that long), so the answer rests on where the logs end",
     "finding_p2p_wait": "the entry explains ranks waiting in send/recv on each other, and stack dumps show such a cycle",
     "finding_fr_hang": "the entry explains a straggler/lost peer, and the Flight Recorder shows ranks behind or stuck",
@@ -211,6 +212,7 @@ class Context:
     explainers: dict[str, frozenset[str]]  # entry id -> the findings it explains (of the entries whose lines fired)
     strong_causes: frozenset[str]  # entries with a strong cause line (EntryLines.strong) here
     unnamed_cut: bool  # every failure line no entry names is a traceback cut before its exception line
+    stop_alone: bool = False  # the run's only failure lines are rankless stops from outside (_stop_alone)
 
 
 def context(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Context:
@@ -231,7 +233,27 @@ def context(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Context
         {eid: frozenset(x.value for x in kb.get(eid).explains) for eid in by_entry},
         frozenset(eid for eid, ln in by_entry.items() if ln.strong),
         unnamed_failures_cut(kb, table, events),
+        _stop_alone(kb, table, by_entry, failed, waiting),
     )
+
+
+def _is_stop(kb: KnowledgeBase, ev: Event) -> bool:
+    """A rankless line of a signature marked ``stop`` (the job was ended from outside)."""
+    if ev.rank is not None or not ev.entry:
+        return False
+    sig = kb.signature(ev.entry, ev.signature)
+    return sig is not None and sig.stop
+
+
+def _stop_alone(kb: KnowledgeBase, table: RankTable, by_entry: dict[str, EntryLines], failed: dict[int, Event],
+                waiting: set[int]) -> bool:
+    """The run's only failure lines (cause and symptom lines of any entry) are stops from outside,
+    no rank failed or waited, and the job was not said to have hung: what ended it is known, not
+    whether it had stopped making progress before."""
+    if failed or waiting or table.hung:
+        return False
+    lines = [e for ln in by_entry.values() for e in ln.events if e.role in ("cause", "symptom")]
+    return bool(lines) and all(_is_stop(kb, e) for e in lines)
 
 
 def primary_failure(rw: RankRow) -> Event | None:
@@ -287,6 +309,7 @@ def featurize(h: Hypothesis, cx: Context) -> dict[str, float]:
     f["finding_p2p_wait"] = cx.finding["p2p_wait"] if "p2p-wait" in explains else 0.0
     f["finding_first_stated"] = cx.finding["first_stated"] if "first-collective" in explains else 0.0
     f["stated_hang"] = cx.finding["stated"]
+    f["stop_alone"] = float(cx.stop_alone and any(_is_stop(cx.kb, e) for e in evs))
 
     ranks = h.ranks
     if ranks:

@@ -129,6 +129,14 @@ class Signature(_Strict):
             "printing rank's own failure nor a witness's report"
         ),
     )
+    stop: bool = Field(
+        default=False,
+        description=(
+            "the line says the job was ended from outside - a scheduler's time limit, a launcher's death "
+            "signal, a person's Ctrl-C - and not that anything in it failed: whether the job had stopped "
+            "making progress before (a hang the stop ended) is for the other lines to show"
+        ),
+    )
     description: str = ""
 
     @field_validator("regex")
