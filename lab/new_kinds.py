@@ -391,6 +391,22 @@ A thirtieth set (``--fresh 35``), written down while set EG was being collected,
                       ``torch.profiler`` and prints the operator table (rows such as
                       ``gloo:all_reduce``, ``aten::...`` and the CPU time totals) into its log, and
                       trains to the end.
+
+A thirty-first set (``--fresh 36``), written down while set EH was being collected, before either was measured:
+
+* ``broadcast-object-len`` at LAB_STEP every rank receives the resume state from rank 0 with
+                      ``broadcast_object_list``; the culprit's list has two slots where the others'
+                      has one (its config lists two resume keys), so the object sizes it receives
+                      do not line up with what rank 0 sends and it fails on the garbage size (the
+                      CPU allocator asked for exabytes), while the others go on and then lose it.
+* ``scatter-object-short`` at LAB_STEP the culprit, the node leader, hands each rank its data
+                      shards with ``scatter_object_list(src=culprit)``, but builds the list from a
+                      node-local count one short of the world size: gloo refuses the input list on
+                      the culprit and the others lose it while they wait in the scatter.
+* ``none-checkpoint-reentrant`` a healthy run whose model recomputes its output layer with
+                      ``torch.utils.checkpoint`` without passing ``use_reentrant``: every rank prints
+                      the UserWarning about the parameter (once, at its first step), and trains to
+                      the end.
 """
 
 import argparse
@@ -507,6 +523,15 @@ class BnNet(torch.nn.Module):
         return self.fc2(torch.relu(self.bn(self.fc1(x))))
 
 
+class RecomputeNet(TinyNet):
+    """TinyNet whose output layer is recomputed in backward (activation checkpointing), called the
+    way older code calls it: without ``use_reentrant``."""
+
+    def forward(self, x):
+        from torch.utils.checkpoint import checkpoint
+        return checkpoint(self.fc2, self.act(self.fc1(x)))
+
+
 class AuxNet(torch.nn.Module):
     """TinyNet with an auxiliary head that only batches with auxiliary targets use."""
 
@@ -600,7 +625,8 @@ def main():
         model = TinyNet()
     else:
         inner = (AuxNet() if FAULT in ("unused-one-rank", "unused-all", "static-graph-change")
-                 else BnNet() if FAULT == "bn-single-sample" else TinyNet())
+                 else BnNet() if FAULT == "bn-single-sample"
+                 else RecomputeNet() if FAULT == "none-checkpoint-reentrant" else TinyNet())
         if FAULT == "frozen-one-rank" and culprit:
             log.info("rank %d freezing the input layer (finetune.freeze_input=true)", rank)
             for p in next(inner.children()).parameters():
@@ -715,6 +741,23 @@ def main():
                 profiler.stop()
                 print(profiler.key_averages().table(sort_by="cpu_time_total", row_limit=12), flush=True)
                 profiler = None
+            if FAULT == "broadcast-object-len" and step == step_at:
+                # the culprit's config lists two resume keys ("optimizer", "scheduler"), the others' one
+                state = [None, None] if culprit else [None]
+                if rank == 0:
+                    state = [{"step": step, "lr": 0.05}]
+                log.info("rank %d step %d: broadcasting the resume state (%d slot(s))", rank, step, len(state))
+                dist.broadcast_object_list(state, src=0)
+                log.info("rank %d step %d: resume state received", rank, step)
+            if FAULT == "scatter-object-short" and step == step_at:
+                leader = min(lab_culprits(1))
+                shards = [None]
+                plan = None
+                if rank == leader:  # one entry per rank of this node's count, one short of the world
+                    plan = [{"rank": r, "shards": [2 * r, 2 * r + 1]} for r in range(world - 1)]
+                log.info("rank %d step %d: receiving its data shards from the node leader rank %d", rank, step, leader)
+                dist.scatter_object_list(shards, plan, src=leader)
+                log.info("rank %d step %d: data shards %s", rank, step, shards[0]["shards"])
             if FAULT == "gather-object-unpicklable" and step == step_at:
                 metrics = {"rank": rank, "step": step, "samples": 8 * (step + 1)}
                 if culprit:  # the metric logger's formatter callback, left in the dict
@@ -1193,7 +1236,7 @@ def main():
             dist.destroy_process_group()
             return
         if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry", "none-atexit-error",
-                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table"):
+                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")

@@ -1426,7 +1426,31 @@ MATRIX_FRESH35: dict = {
                                              "time totals) into its log, and trains to the end"),
                             [(4, (1,), 3, True), (3, (0,), 2, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23, 24: MATRIX_FRESH24, 25: MATRIX_FRESH25, 26: MATRIX_FRESH26, 27: MATRIX_FRESH27, 28: MATRIX_FRESH28, 29: MATRIX_FRESH29, 30: MATRIX_FRESH30, 31: MATRIX_FRESH31, 32: MATRIX_FRESH32, 33: MATRIX_FRESH33, 34: MATRIX_FRESH34, 35: MATRIX_FRESH35}
+# A thirty-first draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-07 (twenty-eighth
+# session) while set EH was being collected, before either was measured.
+_KINDS.update({
+    "broadcast-object-len": ("broadcast-object-len", "collective-desync", "collective-sequence-mismatch",
+                             "expects two objects where the others expect one when rank 0 broadcasts the resume "
+                             "state with broadcast_object_list at step {s}: the sizes it receives do not line up "
+                             "with what rank 0 sent and it fails on the garbage size", {},
+                             [r"rank {c} step {s}: broadcasting the resume state \(2 slot"]),
+    "scatter-object-short": ("scatter-object-short", "peer-rank-crashed", "python-exception-in-one-rank",
+                             "is the node leader that scatters each rank's data shards with scatter_object_list at "
+                             "step {s}, but builds the list one short of the world size: gloo refuses it on the "
+                             "leader while the others wait in the scatter", {},
+                             [r"Incorrect input list size"]),
+})
+
+MATRIX_FRESH36: dict = {
+    "broadcast-object-len": (_mx_kind("broadcast-object-len"), [(4, (2,), 3, True), (3, (1,), 2, False)]),
+    "scatter-object-short": (_mx_kind("scatter-object-short"), [(4, (1,), 3, True), (3, (2,), 2, False)]),
+    "none-checkpoint-reentrant": (_mx_healthy_step("none-checkpoint-reentrant", "the model recomputes its output "
+                                                   "layer with torch.utils.checkpoint without passing use_reentrant, "
+                                                   "so every rank prints the UserWarning about the parameter, and "
+                                                   "trains to the end"),
+                                  [(4, (0,), 3, True), (3, (1,), 2, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23, 24: MATRIX_FRESH24, 25: MATRIX_FRESH25, 26: MATRIX_FRESH26, 27: MATRIX_FRESH27, 28: MATRIX_FRESH28, 29: MATRIX_FRESH29, 30: MATRIX_FRESH30, 31: MATRIX_FRESH31, 32: MATRIX_FRESH32, 33: MATRIX_FRESH33, 34: MATRIX_FRESH34, 35: MATRIX_FRESH35, 36: MATRIX_FRESH36}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
