@@ -407,6 +407,17 @@ A thirty-first set (``--fresh 36``), written down while set EH was being collect
                       ``torch.utils.checkpoint`` without passing ``use_reentrant``: every rank prints
                       the UserWarning about the parameter (once, at its first step), and trains to
                       the end.
+
+A thirty-second set (``--fresh 37``), written down while set EI was being collected, before either was measured:
+
+* ``allgather-into-tensor-size`` at LAB_STEP every rank gathers its batch statistics into one
+                      flat tensor with ``all_gather_into_tensor``; the culprit sizes the output for a
+                      world one larger (a stale world size from its launch config): gloo refuses the
+                      output on the culprit and the others time out in the gather.
+* ``none-find-unused-warning`` a healthy run whose DDP wrapper is built with
+                      ``find_unused_parameters=True`` although every parameter gets a gradient: every
+                      rank prints the reducer's warning that the flag costs an extra traversal of the
+                      autograd graph, and trains to the end.
 """
 
 import argparse
@@ -631,7 +642,8 @@ def main():
             log.info("rank %d freezing the input layer (finetune.freeze_input=true)", rank)
             for p in next(inner.children()).parameters():
                 p.requires_grad_(False)
-        model = DDP(inner, static_graph=FAULT == "static-graph-change")
+        model = DDP(inner, static_graph=FAULT == "static-graph-change",
+                    find_unused_parameters=FAULT == "none-find-unused-warning")
         if FAULT == "comm-hook-exception":
             from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
@@ -741,6 +753,13 @@ def main():
                 profiler.stop()
                 print(profiler.key_averages().table(sort_by="cpu_time_total", row_limit=12), flush=True)
                 profiler = None
+            if FAULT == "allgather-into-tensor-size" and step == step_at:
+                stale_world = world + 1 if culprit else world  # the culprit's launch config is stale
+                stats = torch.tensor([float(rank), float(step), x.mean().item(), y.mean().item()])
+                gathered = torch.empty(4 * stale_world)
+                log.info("rank %d step %d: gathering batch statistics of %d ranks", rank, step, stale_world)
+                dist.all_gather_into_tensor(gathered, stats)
+                log.info("rank %d step %d: batch statistics gathered", rank, step)
             if FAULT == "broadcast-object-len" and step == step_at:
                 # the culprit's config lists two resume keys ("optimizer", "scheduler"), the others' one
                 state = [None, None] if culprit else [None]
@@ -1236,7 +1255,7 @@ def main():
             dist.destroy_process_group()
             return
         if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry", "none-atexit-error",
-                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant"):
+                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")
