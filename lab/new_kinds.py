@@ -418,6 +418,16 @@ A thirty-second set (``--fresh 37``), written down while set EI was being collec
                       ``find_unused_parameters=True`` although every parameter gets a gradient: every
                       rank prints the reducer's warning that the flag costs an extra traversal of the
                       autograd graph, and trains to the end.
+
+A thirty-third set (``--fresh 38``), written down while set EJ was being collected, before either was measured:
+
+* ``lock-wait-straggler`` at LAB_STEP the culprit, about to refresh its shard cache, finds the
+                      cache's lock file left by a previous job and waits for it, logging every
+                      second which pid holds it, while its peers wait in the next gradient
+                      all_reduce until the collective timeout.
+* ``none-scheduler-order-warning`` a healthy run whose learning-rate scheduler steps before the
+                      optimizer in the first iteration: every rank prints torch's UserWarning about
+                      the call order, and trains to the end.
 """
 
 import argparse
@@ -670,6 +680,7 @@ def main():
             return pred.abs().mean(dim=0).sum()
     everyone = dist.new_group(list(range(world))) if FAULT == "subgroup-barrier" else None
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    scheduler = torch.optim.lr_scheduler.StepLR(opt, step_size=4) if FAULT == "none-scheduler-order-warning" else None
     try:
         if FAULT == "monitored-barrier":
             limit = float(os.environ.get("LAB_BARRIER_TIMEOUT", "5"))
@@ -753,6 +764,20 @@ def main():
                 profiler.stop()
                 print(profiler.key_averages().table(sort_by="cpu_time_total", row_limit=12), flush=True)
                 profiler = None
+            if FAULT == "lock-wait-straggler" and culprit and step == step_at:
+                lock = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}-shard-cache.lock")
+                holder = 4242  # the previous job's pid, written into the lock file it never removed
+                with open(lock, "w") as fh:
+                    fh.write(str(holder))
+                try:
+                    give_up = time.monotonic() + 3 * float(os.environ.get("LAB_PG_TIMEOUT", "15"))
+                    while os.path.exists(lock) and time.monotonic() < give_up:
+                        log.info("rank %d step %d: waiting for lock %s held by pid %d (previous job)", rank, step, lock, holder)
+                        time.sleep(1.0)
+                finally:
+                    os.remove(lock)
+            if FAULT == "none-scheduler-order-warning" and step == 0:
+                scheduler.step()  # before opt.step(): torch warns about the order
             if FAULT == "allgather-into-tensor-size" and step == step_at:
                 stale_world = world + 1 if culprit else world  # the culprit's launch config is stale
                 stats = torch.tensor([float(rank), float(step), x.mean().item(), y.mean().item()])
@@ -1255,7 +1280,7 @@ def main():
             dist.destroy_process_group()
             return
         if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry", "none-atexit-error",
-                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning"):
+                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")
