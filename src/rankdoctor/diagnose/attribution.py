@@ -241,9 +241,18 @@ def _escalate_repeats(kb: KnowledgeBase, events: list[Event], scan: ScanResult) 
     them a failure (a cause line, an exception, a fatal line), and the source did not end in
     an error. Then the repeats were a transient the program got past (the fp16 loss scaler
     searching down from its initial scale, connection retries that then succeeded)."""
+    # a line that says the condition went away (``resets_repeats``: the loss scaler raised its
+    # scale again after clean steps): in its source, the entry's earlier lines do not count
+    reset_at: dict[tuple[str, str], int] = {}  # (entry, source) -> the last such line
+    for e in events:
+        sig = kb.signature(e.entry, e.signature) if e.entry else None
+        if sig is not None and sig.resets_repeats:
+            reset_at[(e.entry, e.source)] = max(reset_at.get((e.entry, e.source), 0), e.line)
     counts: dict[tuple[str, str], int] = {}
     last: dict[tuple[str, str], dict[str, int]] = {}
     for e in events:
+        if e.line < reset_at.get((e.entry, e.source), 0):
+            continue
         k = (e.entry, e.signature)
         counts[k] = counts.get(k, 0) + 1 + e.folded
         at = last.setdefault(k, {})
@@ -254,7 +263,7 @@ def _escalate_repeats(kb: KnowledgeBase, events: list[Event], scan: ScanResult) 
         k = (e.entry, e.signature)
         sig = kb.signature(e.entry, e.signature)
         n = sig.repeat_cause if sig is not None else None
-        if n and counts[k] >= n and e.role != "cause":
+        if n and counts.get(k, 0) >= n and e.role != "cause" and e.line > reset_at.get((e.entry, e.source), 0):
             if k not in transient:
                 transient[k] = _got_past_streak(scan, events, k, counts[k], last[k])
             if transient[k]:

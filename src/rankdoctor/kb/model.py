@@ -129,6 +129,14 @@ class Signature(_Strict):
             "printing rank's own failure nor a witness's report"
         ),
     )
+    resets_repeats: bool = Field(
+        default=False,
+        description=(
+            "the line says the condition that the entry's repeat_cause lines count has gone away (a "
+            "dynamic loss scaler raising its scale again after a window of clean steps): in its source, "
+            "only the occurrences after the last such line count toward a repeat_cause threshold"
+        ),
+    )
     stop: bool = Field(
         default=False,
         description=(
