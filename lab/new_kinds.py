@@ -428,6 +428,17 @@ A thirty-third set (``--fresh 38``), written down while set EJ was being collect
 * ``none-scheduler-order-warning`` a healthy run whose learning-rate scheduler steps before the
                       optimizer in the first iteration: every rank prints torch's UserWarning about
                       the call order, and trains to the end.
+
+A thirty-fourth set (``--fresh 39``), written down after set EJ was learned from, before it was measured:
+
+* ``input-prompt-eof`` at LAB_STEP the culprit finds its output folder already in use and its
+                      export helper asks "overwrite? [y/N]" with ``input()``; the job runs from a
+                      batch script with stdin at /dev/null, so the prompt raises EOFError and the
+                      rank dies while its peers wait in the next gradient all_reduce.
+* ``none-del-exception-ignored`` a healthy run whose culprit keeps a shard cache whose ``__del__``
+                      fails at interpreter exit: Python prints "Exception ignored in: <function
+                      ShardCache.__del__ ...>" with a traceback after the rank finished, and the job
+                      ends with exit code 0.
 """
 
 import argparse
@@ -587,6 +598,20 @@ def _resolve(config, key):
 _CKPT_ASKED: list = []  # none-signal-checkpoint: rank 0's SIGUSR1 handler asks for a checkpoint
 
 
+class ShardCache:
+    """none-del-exception-ignored: a cache whose finaliser fails at interpreter exit."""
+
+    def __init__(self, rank: int):
+        self.rank = rank
+        self.path = f"/dev/shm/lab-shard-cache-{os.getpid()}"
+
+    def __del__(self):
+        os.remove(self.path)  # never created: FileNotFoundError, which Python reports and ignores
+
+
+_CACHES: list = []
+
+
 def _on_sigusr1(signum, frame):
     log.warning("received signal %d (SIGUSR1) from the scheduler: a checkpoint will be saved at the next step", signum)
     _CKPT_ASKED.append(True)
@@ -630,6 +655,8 @@ def main():
             os.environ["LAB_PG_TIMEOUT"] = str(0.3 * float(os.environ.get("LAB_PG_TIMEOUT", "15")))
     rank, world = setup()
     culprit = rank in lab_culprits(1)
+    if FAULT == "none-del-exception-ignored" and culprit:
+        _CACHES.append(ShardCache(rank))  # released at interpreter exit, after the rank finished
     if FAULT == "none-signal-checkpoint":
         signal.signal(signal.SIGUSR1, _on_sigusr1)
     if FAULT == "none-deprecation-warnings":
@@ -764,6 +791,11 @@ def main():
                 profiler.stop()
                 print(profiler.key_averages().table(sort_by="cpu_time_total", row_limit=12), flush=True)
                 profiler = None
+            if FAULT == "input-prompt-eof" and culprit and step == step_at:
+                sys.stdin = open(os.devnull)  # launched from a batch script: no terminal behind stdin
+                log.info("rank %d step %d: exporting samples to outputs/samples (folder exists)", rank, step)
+                answer = input("outputs/samples already exists, overwrite? [y/N] ")
+                log.info("rank %d: answered %r", rank, answer)
             if FAULT == "lock-wait-straggler" and culprit and step == step_at:
                 lock = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}-shard-cache.lock")
                 holder = 4242  # the previous job's pid, written into the lock file it never removed
@@ -1280,7 +1312,7 @@ def main():
             dist.destroy_process_group()
             return
         if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry", "none-atexit-error",
-                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning"):
+                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")
