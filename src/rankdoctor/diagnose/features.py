@@ -248,9 +248,10 @@ def _is_stop(kb: KnowledgeBase, ev: Event) -> bool:
 def _stop_alone(kb: KnowledgeBase, table: RankTable, by_entry: dict[str, EntryLines], failed: dict[int, Event],
                 waiting: set[int]) -> bool:
     """The run's only failure lines (cause and symptom lines of any entry) are stops from outside,
-    no rank failed or waited, and the job was not said to have hung: what ended it is known, not
-    whether it had stopped making progress before."""
-    if failed or waiting or table.hung:
+    no rank failed or waited, no failure line without a rank (an exception no entry names) is
+    there, and the job was not said to have hung: what ended it is known, not whether it had
+    stopped making progress before."""
+    if failed or waiting or table.hung or table.unranked_failures:
         return False
     lines = [e for ln in by_entry.values() for e in ln.events if e.role in ("cause", "symptom")]
     return bool(lines) and all(_is_stop(kb, e) for e in lines)
