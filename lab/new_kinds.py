@@ -439,6 +439,16 @@ A thirty-fourth set (``--fresh 39``), written down after set EJ was learned from
                       fails at interpreter exit: Python prints "Exception ignored in: <function
                       ShardCache.__del__ ...>" with a traceback after the rank finished, and the job
                       ends with exit code 0.
+
+A thirty-fifth set (``--fresh 40``), written down after lab-fresh39 was measured:
+
+* ``ckpt-save-unpicklable`` at LAB_STEP the saving rank (the culprit) writes a checkpoint whose
+                      run config carries the learning-rate schedule as a lambda: ``torch.save``
+                      cannot pickle it and the rank dies, while the others wait in the barrier after
+                      the save until the collective timeout.
+* ``none-meshgrid-warning`` a healthy run whose every rank builds a position grid with
+                      ``torch.meshgrid`` without ``indexing=`` at LAB_STEP and prints torch's
+                      UserWarning about it, and trains to the end.
 """
 
 import argparse
@@ -791,6 +801,16 @@ def main():
                 profiler.stop()
                 print(profiler.key_averages().table(sort_by="cpu_time_total", row_limit=12), flush=True)
                 profiler = None
+            if FAULT == "ckpt-save-unpicklable" and step == step_at:
+                if culprit:  # the rank that saves checkpoints
+                    config = {"lr": 0.05, "schedule": lambda s: 0.05 * min(1.0, (s + 1) / 4)}
+                    path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}-step{step}.pt")
+                    log.info("rank %d step %d: saving checkpoint to %s", rank, step, path)
+                    torch.save({"model": model.state_dict(), "step": step, "config": config}, path)
+                dist.barrier()  # everyone waits until the checkpoint is written
+            if FAULT == "none-meshgrid-warning" and step == step_at:
+                gy, gx = torch.meshgrid(torch.arange(4), torch.arange(4))  # position grid, indexing= left out
+                log.info("rank %d step %d: position grid %s", rank, step, tuple(gy.shape))
             if FAULT == "input-prompt-eof" and culprit and step == step_at:
                 sys.stdin = open(os.devnull)  # launched from a batch script: no terminal behind stdin
                 log.info("rank %d step %d: exporting samples to outputs/samples (folder exists)", rank, step)
@@ -1312,7 +1332,7 @@ def main():
             dist.destroy_process_group()
             return
         if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry", "none-atexit-error",
-                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored"):
+                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored", "none-meshgrid-warning"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")
