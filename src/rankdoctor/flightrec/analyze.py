@@ -199,6 +199,11 @@ class _Group:
             return i if 0 <= i < len(t.seqs) else None
         return idx.get(seq)
 
+    def done(self, rank: int, seq: int) -> bool:
+        """The rank's record of collective ``seq`` is done (completed or retired)."""
+        i = self.position(rank, seq)
+        return i is not None and self.tracks[rank].done(i)
+
     def at(self, seq: int) -> dict[int, Op]:
         """Every rank's collective at ``seq``, by rank."""
         out = {}
@@ -506,7 +511,7 @@ def _analyze_pg(pg: str, group: _Group, job: _Job, report: FRReport) -> None:
     lagging = sorted(r for r, v in enq.items() if v < top)
     waiting = sorted(r for r, v in enq.items() if v == top and comp.get(r, -1) < top)
     if waiting and len(waiting) == len(enq) and members <= set(enq) and all(
-            _done_at(group.tracks.get(r), top) for r in waiting):
+            group.done(r, top) for r in waiting):
         # every member dumped, issued collective `top` and holds its record retired (the work
         # ended and was released), though pg_status never counted it completed: nobody waited on
         # it - an async collective at the end of a run (DDP's unused-parameter bitmap of the last
@@ -703,16 +708,6 @@ def _max_seq(t: Track | None) -> int:
     if t is None or not len(t.seqs):
         return -1
     return t.seqs[-1] if t.contiguous() else max(t.seqs)
-
-
-def _done_at(t: Track | None, seq: int) -> bool:
-    """The track's latest record of collective ``seq`` is done (completed or retired)."""
-    if t is None:
-        return False
-    for i in range(len(t.seqs) - 1, -1, -1):
-        if t.seqs[i] == seq:
-            return t.done(i)
-    return False
 
 
 def _max_done(t: Track | None) -> int:
