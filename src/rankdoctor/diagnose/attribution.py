@@ -243,10 +243,10 @@ def _escalate_repeats(kb: KnowledgeBase, events: list[Event], scan: ScanResult) 
     searching down from its initial scale, connection retries that then succeeded)."""
     # a line that says the condition went away (``resets_repeats``: the loss scaler raised its
     # scale again after clean steps): in its source, the entry's earlier lines do not count
+    resetting = {(en.id, s.id) for en in kb for s in en.signatures if s.resets_repeats}
     reset_at: dict[tuple[str, str], int] = {}  # (entry, source) -> the last such line
     for e in events:
-        sig = kb.signature(e.entry, e.signature) if e.entry else None
-        if sig is not None and sig.resets_repeats:
+        if (e.entry, e.signature) in resetting:
             reset_at[(e.entry, e.source)] = max(reset_at.get((e.entry, e.source), 0), e.line)
     counts: dict[tuple[str, str], int] = {}
     last: dict[tuple[str, str], dict[str, int]] = {}
