@@ -449,6 +449,17 @@ A thirty-fifth set (``--fresh 40``), written down after lab-fresh39 was measured
 * ``none-meshgrid-warning`` a healthy run whose every rank builds a position grid with
                       ``torch.meshgrid`` without ``indexing=`` at LAB_STEP and prints torch's
                       UserWarning about it, and trains to the end.
+
+A thirty-sixth set (``--fresh 41``), written down on 2026-12-07 (twenty-ninth session) while set EK
+was being collected, before either was measured:
+
+* ``subprocess-check-failed`` at LAB_STEP the culprit stamps its checkpoint metadata with the code
+                      version by running ``git rev-parse HEAD`` with ``check=True``; its working
+                      folder is not a git checkout, so ``subprocess.CalledProcessError`` ends the
+                      rank while its peers wait in the next gradient all_reduce.
+* ``none-gradscaler-cpu`` a healthy run whose every rank builds an AMP ``GradScaler("cuda")`` on a
+                      machine without CUDA: torch warns that the scaler is enabled but CUDA is not
+                      available and disables it, and the job trains to the end.
 """
 
 import argparse
@@ -461,6 +472,7 @@ import pickle
 import queue
 import resource
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -808,6 +820,18 @@ def main():
                     log.info("rank %d step %d: saving checkpoint to %s", rank, step, path)
                     torch.save({"model": model.state_dict(), "step": step, "config": config}, path)
                 dist.barrier()  # everyone waits until the checkpoint is written
+            if FAULT == "subprocess-check-failed" and culprit and step == step_at:
+                workdir = tempfile.mkdtemp(prefix="lab-export-")  # an export folder, not a git checkout
+                log.info("rank %d step %d: stamping checkpoint metadata with the code version", rank, step)
+                try:
+                    head = subprocess.run(["git", "-C", workdir, "rev-parse", "HEAD"], check=True,
+                                          capture_output=True, text=True).stdout.strip()
+                finally:
+                    os.rmdir(workdir)
+                log.info("rank %d: code version %s", rank, head)
+            if FAULT == "none-gradscaler-cpu" and step == step_at:
+                scaler = torch.amp.GradScaler("cuda")  # the GPU recipe's mixed-precision scaler, run on CPU
+                log.info("rank %d step %d: loss scaling %s", rank, step, "on" if scaler.is_enabled() else "off")
             if FAULT == "none-meshgrid-warning" and step == step_at:
                 gy, gx = torch.meshgrid(torch.arange(4), torch.arange(4))  # position grid, indexing= left out
                 log.info("rank %d step %d: position grid %s", rank, step, tuple(gy.shape))
@@ -1332,7 +1356,7 @@ def main():
             dist.destroy_process_group()
             return
         if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry", "none-atexit-error",
-                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored", "none-meshgrid-warning"):
+                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored", "none-meshgrid-warning", "none-gradscaler-cpu"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")
