@@ -22,7 +22,7 @@ from .attribution import ACTIVITY, FATAL, TRACE
 from .hypotheses import MISMATCH_CLASSES, STRONG, Hypothesis, Kind, desync_strength, main_process_busy, most_named, named_by_peers, smaller_side, unnamed_failures_cut
 from .ranktable import (
     FR_HANG, FR_MISMATCH, NUMERIC_CLASS, End, RankRow, RankTable, about_peer, fingerprint_minority, fingerprints_ahead,
-    first_collective_hang, first_collective_stated, order, reports_lost_peer, same_block, same_clock,
+    first_collective_hang, first_collective_stated, order, primary_failure, reports_lost_peer, same_block, same_clock,
 )
 
 # name -> what it means (the order is the order of the weight vector)
@@ -255,16 +255,6 @@ def _stop_alone(kb: KnowledgeBase, table: RankTable, by_entry: dict[str, EntryLi
         return False
     lines = [e for ln in by_entry.values() for e in ln.events if e.role in ("cause", "symptom")]
     return bool(lines) and all(_is_stop(kb, e) for e in lines)
-
-
-def primary_failure(rw: RankRow) -> Event | None:
-    """The rank's first failure of its own, unless it only came after the rank had
-    itself reported waiting (then it is what the wait led to)."""
-    first_wait = rw.waits[0] if rw.waits else None
-    for f in rw.failures:
-        if order(first_wait, f) != -1:
-            return f
-    return None
 
 
 _NO_LINES = EntryLines([], [], [], set(), set(), False, True, False, set(), True, set(), set(), set(), None, [])

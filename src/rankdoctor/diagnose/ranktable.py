@@ -76,6 +76,7 @@ class RankRow:
     report: Report | None = None  # what it was waiting in (watchdog / PG status)
     accuses: set[int] = field(default_factory=set)  # ranks it says it lost
     lost_peer: bool = False  # it reported losing a peer (a closed or reset connection), named or not
+    losses: list[Event] = field(default_factory=list)  # those reports (among its waits)
     numeric: Event | None = None  # its first NaN / inf / overflow line
     numeric_step: float | None = None  # the step that line belongs to (n.5: after step n's line)
     fr_kinds: set[str] = field(default_factory=set)  # Flight Recorder findings that single it out
@@ -399,7 +400,9 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
             rw.failures.append(ev)
         elif (ev.role == "symptom" and "launcher" not in ev.captures) or is_cut_wait(ev):
             rw.waits.append(ev)
-            rw.lost_peer = rw.lost_peer or reports_lost_peer(kb, ev)
+            if reports_lost_peer(kb, ev):
+                rw.lost_peer = True
+                rw.losses.append(ev)
             pr = ev.cap_int("peer_rank")
             if pr is not None and pr != ev.rank:
                 rw.accuses.add(pr)
@@ -980,6 +983,25 @@ def same_block(first: Event, lines: list[Event]) -> bool:
     return any(e.rank == first.rank and e.source == first.source and abs(e.line - first.line) <= 3 for e in lines)
 
 
+def primary_failure(rw: RankRow) -> Event | None:
+    """The rank's first failure of its own, unless it only came after the rank had
+    itself reported waiting (then it is what the wait led to). Its first wait line decides,
+    or any of its reports of a lost peer: a report may be printed twice (a console line
+    without a time, the error file's copy with one), and only some copies can be put in
+    order with the failure; a rank that lost a peer and then died (an abort on the way out)
+    died of the loss."""
+    first_wait = rw.waits[0] if rw.waits else None
+    for f in rw.failures:
+        if order(first_wait, f) != -1 and not any(order(w, f) == -1 for w in rw.losses):
+            return f
+    return None
+
+
+def _after_loss(rw: RankRow) -> bool:
+    """Every failure line of the rank came after it reported losing a peer."""
+    return bool(rw.losses and rw.failures) and all(any(order(w, f) == -1 for w in rw.losses) for f in rw.failures)
+
+
 def _end_of(rw: RankRow, sigterm_pids: set[int], sigterm_by_source: dict[str, set[int]], witness: bool = False) -> End:
     rec = rw.exit
     if rec is None or rec.exitcode is None:
@@ -991,10 +1013,10 @@ def _end_of(rw: RankRow, sigterm_pids: set[int], sigterm_by_source: dict[str, se
         return End.own_death
     if code == -15 or rec.killed_by_launcher or (rec.pid is not None and rec.pid in sigterm_pids and code < 0 and code != -9):
         return End.terminated
-    if (rw.waits and not rw.failures) or witness:
+    if (rw.waits and not rw.failures) or _after_loss(rw) or witness:
         # it raised (exit 1) or aborted (-6, the NCCL watchdog) after its own timeout or a
-        # lost peer, or on a peer's mismatched message: it died of the collective failure,
-        # not of its own
+        # lost peer (its failure lines all came after it reported the loss), or on a peer's
+        # mismatched message: it died of the collective failure, not of its own
         return End.died_waiting
     return End.own_death
 
