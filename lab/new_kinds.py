@@ -460,6 +460,18 @@ was being collected, before either was measured:
 * ``none-gradscaler-cpu`` a healthy run whose every rank builds an AMP ``GradScaler("cuda")`` on a
                       machine without CUDA: torch warns that the scaler is enabled but CUDA is not
                       available and disables it, and the job trains to the end.
+
+A thirty-seventh set (``--fresh 42``), written down on 2026-12-07 (twenty-ninth session) while set
+EL was being collected, before either was measured:
+
+* ``zero-division-val`` at LAB_STEP every rank scores its shard of a small validation set and the
+                      ranks average the accuracy with all_reduce; the set has fewer files than
+                      ranks and the split leaves the culprit none, so its ``correct / total`` raises
+                      ZeroDivisionError while its peers wait in the all_reduce.
+* ``none-target-size-warning`` a healthy run whose every rank logs an auxiliary metric with
+                      ``mse_loss`` on a (batch, 1) prediction against a (batch,) target: torch warns
+                      that the target size differs from the input size and will broadcast, and the
+                      job trains to the end.
 """
 
 import argparse
@@ -820,6 +832,23 @@ def main():
                     log.info("rank %d step %d: saving checkpoint to %s", rank, step, path)
                     torch.save({"model": model.state_dict(), "step": step, "config": config}, path)
                 dist.barrier()  # everyone waits until the checkpoint is written
+            if FAULT == "zero-division-val" and step == step_at:
+                files = list(range(world - 1))  # the validation set's files, one fewer than ranks
+                shard = [] if culprit else [files[rank % len(files)]]  # the split leaves the culprit no file
+                log.info("rank %d step %d: validating on %d file(s)", rank, step, len(shard))
+                correct = total = 0
+                for i in shard:
+                    vx, vy = next(batches(10_000 + i, 1))
+                    with torch.no_grad():
+                        correct += int(((model.module(vx) - vy).abs().mean(dim=1) < 1.0).sum())
+                    total += vx.shape[0]
+                acc = torch.tensor([correct / total])
+                dist.all_reduce(acc)
+                log.info("rank %d step %d: validation accuracy %.3f", rank, step, acc.item() / world)
+            if FAULT == "none-target-size-warning" and step == step_at:
+                with torch.no_grad():
+                    first = torch.nn.functional.mse_loss(model.module(x)[:, :1], y[:, 0])  # (8, 1) against (8,)
+                log.info("rank %d step %d: first-output mse %.4f", rank, step, first.item())
             if FAULT == "subprocess-check-failed" and culprit and step == step_at:
                 workdir = tempfile.mkdtemp(prefix="lab-export-")  # an export folder, not a git checkout
                 log.info("rank %d step %d: stamping checkpoint metadata with the code version", rank, step)
@@ -1356,7 +1385,7 @@ def main():
             dist.destroy_process_group()
             return
         if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry", "none-atexit-error",
-                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored", "none-meshgrid-warning", "none-gradscaler-cpu"):
+                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored", "none-meshgrid-warning", "none-gradscaler-cpu", "none-target-size-warning"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")
