@@ -78,11 +78,13 @@ def every_signature_has_an_example(kb: "KnowledgeBase") -> Iterator[str]:
 
 def entry_explains_or_causes(kb: "KnowledgeBase") -> Iterator[str]:
     """An entry must be reachable: a cause signature, a cross-rank finding it explains,
-    traceback frames that propose it for an unnamed exception, or at least a symptom (then
-    it can only be reported as inconclusive)."""
+    traceback frames that propose it for an unnamed exception, a context line that becomes a
+    cause when it repeats (``repeat_cause``), or at least a symptom (then it can only be
+    reported as inconclusive)."""
     for e in kb:
         roles = {s.role.value for s in e.signatures}
-        if not e.explains and not e.traceback_frames and not e.fallback_for and roles == {"context"}:
+        repeats = any(s.repeat_cause for s in e.signatures)
+        if not e.explains and not e.traceback_frames and not e.fallback_for and roles == {"context"} and not repeats:
             yield f"{_where(kb, e.id)}: only context signatures and no `explains`: it can never be reported"
 
 
