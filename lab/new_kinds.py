@@ -472,12 +472,24 @@ EL was being collected, before either was measured:
                       ``mse_loss`` on a (batch, 1) prediction against a (batch,) target: torch warns
                       that the target size differs from the input size and will broadcast, and the
                       job trains to the end.
+
+A thirty-eighth set (``--fresh 43``), written down on 2026-12-07 (twenty-ninth session) while set
+EM was being collected, before either was measured:
+
+* ``json-truncated-cache`` at LAB_STEP the culprit loads its shard's metadata cache, a JSON file a
+                      previous job was killed while writing: ``json.load`` raises JSONDecodeError and
+                      the rank dies while its peers wait in the next gradient all_reduce.
+* ``none-dataloader-workers-warning`` a healthy run whose every rank builds a DataLoader with more
+                      worker processes than the machine's CPUs at LAB_STEP: torch warns that
+                      "excessive worker creation might get DataLoader running slow or even freeze",
+                      and the job trains to the end.
 """
 
 import argparse
 import atexit
 import ctypes
 import io
+import json
 import mmap
 import os
 import pickle
@@ -832,6 +844,24 @@ def main():
                     log.info("rank %d step %d: saving checkpoint to %s", rank, step, path)
                     torch.save({"model": model.state_dict(), "step": step, "config": config}, path)
                 dist.barrier()  # everyone waits until the checkpoint is written
+            if FAULT == "json-truncated-cache" and culprit and step == step_at:
+                cache = os.path.join(tempfile.mkdtemp(prefix="lab-meta-"), "shard_meta.json")
+                with open(cache, "w") as fh:  # what a killed job left: the first half of the file
+                    text = json.dumps({"shard": rank, "samples": 4096, "lengths": list(range(64))})
+                    fh.write(text[: len(text) // 2])
+                log.info("rank %d step %d: loading shard metadata from %s", rank, step, cache)
+                try:
+                    with open(cache) as fh:
+                        meta = json.load(fh)
+                finally:
+                    os.remove(cache)
+                    os.rmdir(os.path.dirname(cache))
+                log.info("rank %d: shard of %d samples", rank, meta["samples"])
+            if FAULT == "none-dataloader-workers-warning" and step == step_at:
+                workers = (os.cpu_count() or 1) + 2
+                loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=4, num_workers=workers)
+                seen = sum(len(b[0]) for b in loader)
+                log.info("rank %d step %d: re-read %d samples with %d loader workers", rank, step, seen, workers)
             if FAULT == "zero-division-val" and step == step_at:
                 files = list(range(world - 1))  # the validation set's files, one fewer than ranks
                 shard = [] if culprit else [files[rank % len(files)]]  # the split leaves the culprit no file
@@ -1385,7 +1415,7 @@ def main():
             dist.destroy_process_group()
             return
         if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry", "none-atexit-error",
-                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored", "none-meshgrid-warning", "none-gradscaler-cpu", "none-target-size-warning"):
+                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored", "none-meshgrid-warning", "none-gradscaler-cpu", "none-target-size-warning", "none-dataloader-workers-warning"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")
