@@ -46,8 +46,9 @@ def test_cudnn_finding_no_algorithm_is_a_gpu_memory_problem():
 
 def test_a_launcher_s_called_process_error_for_a_sigkilled_worker(tmp_path):
     """The same reading for torch.distributed.launch of torch 1.x, which raises Python's
-    CalledProcessError for a failed worker: "died with <Signals.SIGKILL: 9>" is a SIGKILL, and
-    the command line's --local_rank says which worker; another signal is not."""
+    CalledProcessError for a failed worker: "died with <Signals.SIGKILL: 9>" is a SIGKILL; another
+    signal is not. (The command it quotes is the node's last spawned worker's, whichever died:
+    tests/test_holdout147.py.)"""
     line = ("subprocess.CalledProcessError: Command '['/usr/bin/python3', '-u', 'train.py', '--local_rank=3', "
             "'--epochs', '90']' died with <Signals.SIGKILL: 9>.\n")
     killed = tmp_path / "killed.log"

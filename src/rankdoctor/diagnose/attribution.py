@@ -301,8 +301,13 @@ def _fact_events(kb: KnowledgeBase, scan: ScanResult) -> list[Event]:
     for f in scan.facts:
         role = _FACT_ROLES.get(f.fact)
         if role and (f.source, f.line) not in ignored:
+            captures = dict(f.captures)
+            if f.fact == "py-exception" and (waited_in := raised_in_wait(f.context)) is not None:
+                captures["waiting"] = "1"  # raised where the rank waited for its peers' part of a collective
+                if waited_in:
+                    captures["wait_call"] = waited_in
             out.append(Event("", _FACT_SIGNATURES[f.fact], role, f.source, f.line, f.text, f.rank, f.local_rank, f.host,
-                             None, None, f.time, f.ts, dict(f.captures), list(f.context) + after.get((f.source, f.line), []),
+                             None, None, f.time, f.ts, captures, list(f.context) + after.get((f.source, f.line), []),
                              f.folded))
     out += _cut_tracebacks(scan)
     for entry, sig, f, detail, ranked in computed_readings(kb, scan):
@@ -551,6 +556,36 @@ def _cut_in_wait(frames: list, calls: dict[tuple[str, int], str]) -> str | None:
             return None  # the program's own code below: it did not stop in the call
         if (frames[i].source, frames[i].line + 1) in calls:
             return calls[(frames[i].source, frames[i].line + 1)]
+    return None
+
+
+# the code line under a frame that waits for a collective to complete, behind any prefix of the
+# launcher or the log ("[rank7]:     work.wait()", "worker-1:     work.wait()")
+_WORK_WAIT = re.compile(r"(?:^|\s)(?:[A-Za-z_]\w*\.)*wait\(\)\s*$")
+
+
+def raised_in_wait(context: list[str]) -> str | None:
+    """An exception whose traceback ends in a torch.distributed / Accelerate / DeepSpeed barrier
+    or collective at the line that waits for the collective to complete (``work.wait()``), not
+    at the call that starts it: the collective was issued and failed while the rank waited for
+    its peers (a backend's timeout or transport error no entry knows, such as an Ascend stream
+    synchronize timeout in a barrier). An argument the backend refuses fails at the call, before
+    any wait, and stays the rank's own failure. The call it waited in ("main_process_first" when
+    it was entering that block, else ""), or None when it was not waiting."""
+    lines = [ln for ln in context if ln.strip()]
+    for i in range(len(lines) - 1, -1, -1):
+        m = FRAME.search(lines[i])
+        if not m:
+            continue
+        if m["func"] not in _WAIT_CALLS or not DIST_PATH.search(m["path"]) or i + 1 >= len(lines):
+            return None
+        if not _WORK_WAIT.search(lines[i + 1]):
+            return None
+        for ln in lines[max(0, i - 12):i]:
+            f = FRAME.search(ln)
+            if f and f["func"] in MAIN_FIRST_CALLS:
+                return f["func"]
+        return ""
     return None
 
 
