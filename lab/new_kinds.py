@@ -483,6 +483,17 @@ EM was being collected, before either was measured:
                       worker processes than the machine's CPUs at LAB_STEP: torch warns that
                       "excessive worker creation might get DataLoader running slow or even freeze",
                       and the job trains to the end.
+
+A thirty-ninth set (``--fresh 44``), written down on 2026-12-07 (twenty-ninth session) while set
+EN was being collected, before either was measured:
+
+* ``env-int-empty``   at LAB_STEP the culprit reads its gradient-accumulation setting from an
+                      environment variable that its node's launch script exports empty:
+                      ``int("")`` raises ValueError and the rank dies while its peers wait in the
+                      next gradient all_reduce.
+* ``none-detect-anomaly`` a healthy run whose every rank computes step LAB_STEP's backward inside
+                      ``torch.autograd.detect_anomaly()`` (a debugging leftover): torch warns that
+                      "Anomaly Detection has been enabled", and the job trains to the end.
 """
 
 import argparse
@@ -844,6 +855,11 @@ def main():
                     log.info("rank %d step %d: saving checkpoint to %s", rank, step, path)
                     torch.save({"model": model.state_dict(), "step": step, "config": config}, path)
                 dist.barrier()  # everyone waits until the checkpoint is written
+            if FAULT == "env-int-empty" and step == step_at:
+                if culprit:
+                    os.environ["LAB_GRAD_ACCUM"] = ""  # this node's launch script exports it empty
+                accum = int(os.environ.get("LAB_GRAD_ACCUM", "1"))
+                log.info("rank %d step %d: gradient accumulation %d", rank, step, accum)
             if FAULT == "json-truncated-cache" and culprit and step == step_at:
                 cache = os.path.join(tempfile.mkdtemp(prefix="lab-meta-"), "shard_meta.json")
                 with open(cache, "w") as fh:  # what a killed job left: the first half of the file
@@ -1320,6 +1336,9 @@ def main():
                     if rank == 0:
                         import shutil
                         shutil.rmtree(where, ignore_errors=True)
+                elif FAULT == "none-detect-anomaly" and step == step_at:
+                    with torch.autograd.detect_anomaly():  # a debugging leftover around one step
+                        loss = train_step(model, opt, x, y)
                 elif FAULT == "custom-backward-exception":
                     out = _FusedGelu.apply(model(x), culprit and step == step_at)
                     loss = torch.nn.functional.mse_loss(out, y)
@@ -1415,7 +1434,7 @@ def main():
             dist.destroy_process_group()
             return
         if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry", "none-atexit-error",
-                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored", "none-meshgrid-warning", "none-gradscaler-cpu", "none-target-size-warning", "none-dataloader-workers-warning"):
+                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored", "none-meshgrid-warning", "none-gradscaler-cpu", "none-target-size-warning", "none-dataloader-workers-warning", "none-detect-anomaly"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")

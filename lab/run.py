@@ -1571,7 +1571,23 @@ MATRIX_FRESH43: dict = {
                                                          "to the end"),
                                         [(4, (0,), 3, True), (3, (1,), 2, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23, 24: MATRIX_FRESH24, 25: MATRIX_FRESH25, 26: MATRIX_FRESH26, 27: MATRIX_FRESH27, 28: MATRIX_FRESH28, 29: MATRIX_FRESH29, 30: MATRIX_FRESH30, 31: MATRIX_FRESH31, 32: MATRIX_FRESH32, 33: MATRIX_FRESH33, 34: MATRIX_FRESH34, 35: MATRIX_FRESH35, 36: MATRIX_FRESH36, 37: MATRIX_FRESH37, 38: MATRIX_FRESH38, 39: MATRIX_FRESH39, 40: MATRIX_FRESH40, 41: MATRIX_FRESH41, 42: MATRIX_FRESH42, 43: MATRIX_FRESH43}
+# A thirty-ninth draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-07 (twenty-ninth
+# session) while set EN was being collected, before either was measured.
+_KINDS.update({
+    "env-int-empty": ("env-int-empty", "peer-rank-crashed", "python-exception-in-one-rank",
+                      "reads its gradient-accumulation setting at step {s} from an environment variable its "
+                      "node's launch script exports empty: int('') raises ValueError while the others wait in "
+                      "the gradient all_reduce", {}, [r"invalid literal for int\(\)"]),
+})
+
+MATRIX_FRESH44: dict = {
+    "env-int-empty": (_mx_kind("env-int-empty"), [(4, (3,), 3, True), (3, (0,), 2, False)]),
+    "none-detect-anomaly": (_mx_healthy_step("none-detect-anomaly", "every rank runs step {s}'s backward inside "
+                                             "torch.autograd.detect_anomaly() (a debugging leftover), so torch warns "
+                                             "that Anomaly Detection has been enabled, and the job trains to the end"),
+                            [(4, (2,), 3, True), (3, (1,), 2, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23, 24: MATRIX_FRESH24, 25: MATRIX_FRESH25, 26: MATRIX_FRESH26, 27: MATRIX_FRESH27, 28: MATRIX_FRESH28, 29: MATRIX_FRESH29, 30: MATRIX_FRESH30, 31: MATRIX_FRESH31, 32: MATRIX_FRESH32, 33: MATRIX_FRESH33, 34: MATRIX_FRESH34, 35: MATRIX_FRESH35, 36: MATRIX_FRESH36, 37: MATRIX_FRESH37, 38: MATRIX_FRESH38, 39: MATRIX_FRESH39, 40: MATRIX_FRESH40, 41: MATRIX_FRESH41, 42: MATRIX_FRESH42, 43: MATRIX_FRESH43, 44: MATRIX_FRESH44}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
