@@ -232,7 +232,8 @@ def handled_notes(handled: dict[tuple[str, int], Event], got_past: set = frozens
                          "past, not as a divergence")
             continue
         if (source, line) in teardown:
-            notes.append(f"{source}:{line}: printed by the communication layer after the job said its work ended normally: "
+            notes.append(f"{source}:{line}: printed by the communication layer as the job ended normally (after it said its "
+                         "work was done, or just before its launcher said every worker exited 0): "
                          f"\"{message}\"{more}: read as the job's teardown, not as a failure")
             continue
         kind = ("an exception the program logged and got past" if ev.signature == "python-exception"

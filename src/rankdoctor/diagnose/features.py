@@ -127,7 +127,7 @@ FEATURES: dict[str, str] = {
     "norank_unranked": "none of the entry's lines can be given a rank",
     "norank_unexplained_failure": "some rank failed by itself with a line that is not this entry's (the answer leaves it unexplained)",
     "norank_first_known": "the entry's cause fired on two or more ranks and the timestamps show one of them first",
-    "norank_same_failure": "two or more ranks failed by themselves, every one of them with the same exception, word for word (the program fails the same way everywhere)",
+    "norank_same_failure": "an answer from failure lines (not from symptoms alone) when two or more ranks failed by themselves, every one of them with the same exception, word for word (the program fails the same way everywhere)",
     "norank_numeric_first": "a rank printed NaN/inf/overflow before any other rank (so a rank could be named)",
     "norank_most_named": "the ranks report the entry's mismatch and most of them name one rank as the one that differs (so a rank could be named)",
 }
@@ -341,7 +341,8 @@ def featurize(h: Hypothesis, cx: Context) -> dict[str, float]:
         f["norank_unexplained_failure"] = float(any(ev.where not in lines.cause_places for ev in cx.failed.values()))
         f["norank_first_known"] = float(len(cause_ranks) >= 2 and lines.first_by_time is not None)
         texts = set(cx.failure_text.values())
-        f["norank_same_failure"] = float(len(cx.failed) >= 2 and len(texts) == 1 and len(cx.failure_text) == len(cx.failed))
+        f["norank_same_failure"] = float(h.kind in (Kind.own, Kind.generic) and len(cx.failed) >= 2 and len(texts) == 1
+                                         and len(cx.failure_text) == len(cx.failed))
         f["norank_numeric_first"] = float(cx.numeric_first is not None and entry.class_ == NUMERIC_CLASS)
         f["norank_most_named"] = float(entry.class_ in MISMATCH_CLASSES and lines.most_named is not None)
     return {k: f.get(k, 0.0) for k in FEATURES}

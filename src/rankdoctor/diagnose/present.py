@@ -453,6 +453,12 @@ def _notes(a: "Answer", w: "Weighing") -> list[str]:
         out.append(f"{who} failed by itself before any other rank did")
     if f.get("claim_waited_first"):
         out.append(f"{who} itself reported waiting for a peer")
+    if f.get("claim_shared_failure") and cx is not None:
+        own = cx.failure_text.get(ranks[0])
+        same = sorted(r for r, t in cx.failure_text.items() if t == own and r not in ranks)
+        if same:
+            out.append(f"{_who(same, table)} raised the same exception word for word: the program may fail the same "
+                       f"way on every rank, and which rank printed it first is chance")
     if rw.end == End.own_death and rw.exit is not None:
         out.append(f"the launcher saw {who} exit with {rw.exit.exitcode}" + (f" ({rw.exit.signal_name})" if rw.exit.signal_name else "")
                    + (", a signal it did not send (it names the workers it stopped, and not this one)" if rw.exit.exitcode == -15 else ""))

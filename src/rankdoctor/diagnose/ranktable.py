@@ -329,13 +329,20 @@ def _teardown(kb: KnowledgeBase, events: list[Event], summary) -> dict[tuple[str
         return any((d.source == e.source and d.line < e.line) or (d.ts is not None and e.ts is not None and d.ts < e.ts)
                    for d in summary.done)
 
+    # a launcher's record that every local worker exited 0 comes after the workers left: what
+    # their communicators printed as they went, just above it, is teardown too
+    succeeded = [d for d in summary.done if _LAUNCHER_DONE.search(d.text)]
+
+    def just_before_success(e: Event) -> bool:
+        return any(d.source == e.source and 0 < d.line - e.line <= _TEARDOWN_SPAN for d in succeeded)
+
     out: dict[tuple[str, int], Event] = {}
     for e in events:
         if e.role in (TRACE, FATAL):
             return {}
         if e.role not in ("cause", "symptom") or "launcher" in e.captures:
             continue
-        if e.cap_int("timeout_ms") is not None or not after_done(e):
+        if e.cap_int("timeout_ms") is not None or not (after_done(e) or just_before_success(e)):
             return {}
         if not (_NCCL_INFO.search(e.text) or (e.role == "symptom" and reports_lost_peer(kb, e))) or _NCCL_WARN.search(e.text):
             return {}
@@ -344,6 +351,11 @@ def _teardown(kb: KnowledgeBase, events: list[Event], summary) -> dict[tuple[str
 
 
 _NCCL_INFO = re.compile(r"\bNCCL INFO\b")
+# the launchers' records that every worker of the node exited 0 (facts "run-done" of torchelastic's
+# agent and DeepSpeed's launcher, not a trainer's closing summary, which rank 0 prints before the
+# others are done)
+_LAUNCHER_DONE = re.compile(r"worker group successfully finished|WorkerState\.SUCCEEDED|All workers successfully finished|exits successfully")
+_TEARDOWN_SPAN = 20  # lines above such a record that the workers' exit printed
 # NCCL prints the errors it returns at WARN level ("NCCL WARN Net : Connection closed by remote
 # peer" in a collective); its own teardown ("[Service thread] Connection closed by localRank 1")
 # at INFO level: a WARN after the end is a communicator that was still in use, not teardown
