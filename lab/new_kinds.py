@@ -494,6 +494,17 @@ EN was being collected, before either was measured:
 * ``none-detect-anomaly`` a healthy run whose every rank computes step LAB_STEP's backward inside
                       ``torch.autograd.detect_anomaly()`` (a debugging leftover): torch warns that
                       "Anomaly Detection has been enabled", and the job trains to the end.
+
+A fortieth set (``--fresh 45``), written down on 2026-12-07 (twenty-ninth session) after set EN
+was learned from, before it was measured:
+
+* ``ckpt-module-prefix`` at LAB_STEP every rank resumes from the checkpoint rank 0 wrote; the
+                      culprit's node holds a copy saved by an older script from the DDP wrapper, whose
+                      keys carry the "module." prefix: ``load_state_dict`` on the bare model reports
+                      missing and unexpected keys and the rank dies while its peers wait.
+* ``none-tensor-copy-warning`` a healthy run whose every rank logs its loss through
+                      ``torch.tensor(loss)`` at LAB_STEP: torch warns that copy-constructing from a
+                      tensor should use ``detach().clone()``, and the job trains to the end.
 """
 
 import argparse
@@ -559,8 +570,8 @@ class Records(torch.utils.data.Dataset):
 
 def _resume(model, rank, world, culprit, step):
     """Every rank loads the checkpoint rank 0 wrote at this step; the culprit's path is
-    wrong: a stale checkpoint of another model size (ckpt-stale) or a copy cut in half
-    (ckpt-truncated)."""
+    wrong: a stale checkpoint of another model size (ckpt-stale), a copy cut in half
+    (ckpt-truncated) or one saved from the DDP wrapper ("module." keys, ckpt-module-prefix)."""
     folder = os.environ.get("LAB_CKPT_DIR", "/tmp")
     path = os.path.join(folder, f"lab-{os.environ.get('TORCHELASTIC_RUN_ID', 'run')}-step{step}.pt")
     inner = model.module if isinstance(model, DDP) else model
@@ -571,6 +582,8 @@ def _resume(model, rank, world, culprit, step):
         bad = path + f".rank{rank}"
         if FAULT == "ckpt-stale":
             torch.save(TinyNet(d_hidden=48).state_dict(), bad)
+        elif FAULT == "ckpt-module-prefix":  # saved from the DDP wrapper by an older script
+            torch.save({"module." + k: v for k, v in inner.state_dict().items()}, bad)
         else:
             data = open(path, "rb").read()
             with open(bad, "wb") as f:
@@ -855,6 +868,9 @@ def main():
                     log.info("rank %d step %d: saving checkpoint to %s", rank, step, path)
                     torch.save({"model": model.state_dict(), "step": step, "config": config}, path)
                 dist.barrier()  # everyone waits until the checkpoint is written
+            if FAULT == "none-tensor-copy-warning" and step == step_at:
+                logged = torch.tensor(torch.nn.functional.mse_loss(model.module(x), y).detach())  # copy-constructed
+                log.info("rank %d step %d: logged loss %.4f", rank, step, logged.item())
             if FAULT == "env-int-empty" and step == step_at:
                 if culprit:
                     os.environ["LAB_GRAD_ACCUM"] = ""  # this node's launch script exports it empty
@@ -1107,7 +1123,7 @@ def main():
                     value = torch.tensor([float(rank)])
                     dist.all_reduce(value, group=metrics)
                     log.info("rank %d metric %.1f", rank, value.item())
-            if FAULT in ("ckpt-stale", "ckpt-truncated") and step == step_at:
+            if FAULT in ("ckpt-stale", "ckpt-truncated", "ckpt-module-prefix") and step == step_at:
                 _resume(model, rank, world, culprit, step)
             if FAULT == "comm-hook-exception":
                 hook_steps[0] = step
@@ -1434,7 +1450,7 @@ def main():
             dist.destroy_process_group()
             return
         if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry", "none-atexit-error",
-                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored", "none-meshgrid-warning", "none-gradscaler-cpu", "none-target-size-warning", "none-dataloader-workers-warning", "none-detect-anomaly"):
+                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored", "none-meshgrid-warning", "none-gradscaler-cpu", "none-target-size-warning", "none-dataloader-workers-warning", "none-detect-anomaly", "none-tensor-copy-warning"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")
