@@ -157,10 +157,24 @@ class Guard:
             self.store.set("report", found.line())
         if self.opts.dump_dir:
             self._dump()
+            if self.opts.abort:
+                self._await_dumps()
         if self.opts.abort:
             sys.stderr.flush()
             sys.stdout.flush()
             os._exit(self.opts.abort_code)
+
+    def _await_dumps(self, limit: float = 5.0) -> None:
+        """Before aborting, wait (a few seconds at most) until every rank has written its dump:
+        the first rank to exit makes the launcher stop the others, and a rank stopped while it
+        writes leaves only its unfinished .tmp file."""
+        try:
+            self.store.add("dumped", 1)
+            deadline = time.monotonic() + limit
+            while self.store.add("dumped", 0) < self.world and time.monotonic() < deadline:
+                time.sleep(0.05)
+        except Exception:  # a store that is gone (rank 0 exited): abort now
+            pass
 
     def _dump(self) -> None:
         """This rank's Flight Recorder record as fr_trace_rank_<rank> (`rankdoctor fr` reads it)."""
