@@ -535,6 +535,12 @@ _LIBRARY_FRAME = re.compile(r"[/\\](?:site-packages|dist-packages|lib[/\\]python
 _TRACE_GAP = 4  # lines between two frames of one traceback (a code line, carets)
 
 
+def _dist_wait_frame(m: re.Match) -> bool:
+    """A traceback frame (FRAME's match) of a barrier or collective of torch.distributed /
+    Accelerate / DeepSpeed."""
+    return m["func"] in _WAIT_CALLS and bool(DIST_PATH.search(m["path"]))
+
+
 def _cut_in_wait(frames: list, calls: dict[tuple[str, int], str]) -> str | None:
     """A traceback cut off where it waits for its peers: its last frame is a barrier or a
     collective of torch.distributed / Accelerate / DeepSpeed, or the last frame of the program's
@@ -546,7 +552,7 @@ def _cut_in_wait(frames: list, calls: dict[tuple[str, int], str]) -> str | None:
     m = FRAME.search(f.text)
     if (f.source, f.line + 1) in calls:
         return calls[(f.source, f.line + 1)]
-    if m and m["func"] in _WAIT_CALLS and DIST_PATH.search(m["path"]):
+    if m and _dist_wait_frame(m):
         return ""
     for i in range(len(frames) - 2, max(-1, len(frames) - 6), -1):
         if frames[i + 1].line - frames[i].line > _TRACE_GAP:
@@ -577,7 +583,7 @@ def raised_in_wait(context: list[str]) -> str | None:
         m = FRAME.search(lines[i])
         if not m:
             continue
-        if m["func"] not in _WAIT_CALLS or not DIST_PATH.search(m["path"]) or i + 1 >= len(lines):
+        if not _dist_wait_frame(m) or i + 1 >= len(lines):
             return None
         if not _WORK_WAIT.search(lines[i + 1]):
             return None

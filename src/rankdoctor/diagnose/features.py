@@ -264,7 +264,6 @@ def _exception_text(ev: Event) -> str | None:
     return m.group(0).rstrip() if m else None
 
 
-
 def _is_stop(kb: KnowledgeBase, ev: Event) -> bool:
     """A rankless line of a signature marked ``stop`` (the job was ended from outside)."""
     if ev.rank is not None or not ev.entry:

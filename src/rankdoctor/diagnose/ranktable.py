@@ -75,8 +75,7 @@ class RankRow:
     progress: int | None = None  # the step/iteration counter of its last line of work that has one
     report: Report | None = None  # what it was waiting in (watchdog / PG status)
     accuses: set[int] = field(default_factory=set)  # ranks it says it lost
-    lost_peer: bool = False  # it reported losing a peer (a closed or reset connection), named or not
-    losses: list[Event] = field(default_factory=list)  # those reports (among its waits)
+    losses: list[Event] = field(default_factory=list)  # its reports of losing a peer (a closed or reset connection), among its waits
     numeric: Event | None = None  # its first NaN / inf / overflow line
     numeric_step: float | None = None  # the step that line belongs to (n.5: after step n's line)
     fr_kinds: set[str] = field(default_factory=set)  # Flight Recorder findings that single it out
@@ -84,6 +83,11 @@ class RankRow:
     @property
     def first_failure(self) -> Event | None:
         return self.failures[0] if self.failures else None
+
+    @property
+    def lost_peer(self) -> bool:
+        """It reported losing a peer, named or not."""
+        return bool(self.losses)
 
     @property
     def own_failure(self) -> bool:
@@ -413,7 +417,6 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
         elif (ev.role == "symptom" and "launcher" not in ev.captures) or is_cut_wait(ev):
             rw.waits.append(ev)
             if reports_lost_peer(kb, ev):
-                rw.lost_peer = True
                 rw.losses.append(ev)
             pr = ev.cap_int("peer_rank")
             if pr is not None and pr != ev.rank:
@@ -1004,14 +1007,19 @@ def primary_failure(rw: RankRow) -> Event | None:
     died of the loss."""
     first_wait = rw.waits[0] if rw.waits else None
     for f in rw.failures:
-        if order(first_wait, f) != -1 and not any(order(w, f) == -1 for w in rw.losses):
+        if order(first_wait, f) != -1 and not _lost_before(rw, f):
             return f
     return None
 
 
+def _lost_before(rw: RankRow, f: Event) -> bool:
+    """The rank reported losing a peer before its failure line ``f`` (any copy of the report)."""
+    return any(order(w, f) == -1 for w in rw.losses)
+
+
 def _after_loss(rw: RankRow) -> bool:
     """Every failure line of the rank came after it reported losing a peer."""
-    return bool(rw.losses and rw.failures) and all(any(order(w, f) == -1 for w in rw.losses) for f in rw.failures)
+    return bool(rw.losses and rw.failures) and all(_lost_before(rw, f) for f in rw.failures)
 
 
 def _end_of(rw: RankRow, sigterm_pids: set[int], sigterm_by_source: dict[str, set[int]], witness: bool = False) -> End:
