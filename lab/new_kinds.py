@@ -505,6 +505,18 @@ was learned from, before it was measured:
 * ``none-tensor-copy-warning`` a healthy run whose every rank logs its loss through
                       ``torch.tensor(loss)`` at LAB_STEP: torch warns that copy-constructing from a
                       tensor should use ``detach().clone()``, and the job trains to the end.
+
+A forty-first set (``--fresh 46``), written down on 2026-12-07 (thirtieth session) while set EP
+was being collected, before either was measured:
+
+* ``embedding-vocab-cpu`` at LAB_STEP every rank embeds a batch of token ids from its shard; the
+                      culprit's shard was tokenized with a newer tokenizer whose added tokens lie past
+                      the embedding table's rows: ``F.embedding`` on the CPU raises
+                      ``IndexError: index out of range in self`` and the rank dies while its peers wait.
+* ``none-nested-tensor-warning`` a healthy run whose every rank builds a small TransformerEncoder
+                      head at LAB_STEP with ``batch_first`` left False: torch warns that
+                      ``enable_nested_tensor is True, but self.use_nested_tensor is False``, and the
+                      job trains to the end.
 """
 
 import argparse
@@ -871,6 +883,20 @@ def main():
             if FAULT == "none-tensor-copy-warning" and step == step_at:
                 logged = torch.tensor(torch.nn.functional.mse_loss(model.module(x), y).detach())  # copy-constructed
                 log.info("rank %d step %d: logged loss %.4f", rank, step, logged.item())
+            if FAULT == "embedding-vocab-cpu" and step == step_at:
+                vocab = 32
+                table = torch.nn.Embedding(vocab, 4)
+                ids = torch.arange(8) % vocab
+                if culprit:  # this shard was tokenized with the newer tokenizer (added tokens 32-35)
+                    ids = torch.tensor([3, 17, 33, 5, 35, 9, 12, 34])
+                log.info("rank %d step %d: embedding %d token ids (max id %d)", rank, step, len(ids), int(ids.max()))
+                emb = table(ids)
+                log.info("rank %d step %d: token features %s", rank, step, tuple(emb.shape))
+            if FAULT == "none-nested-tensor-warning" and step == step_at:
+                layer = torch.nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16)
+                head = torch.nn.TransformerEncoder(layer, num_layers=1)
+                out = head(torch.randn(5, 2, 8))
+                log.info("rank %d step %d: auxiliary head output %s", rank, step, tuple(out.shape))
             if FAULT == "env-int-empty" and step == step_at:
                 if culprit:
                     os.environ["LAB_GRAD_ACCUM"] = ""  # this node's launch script exports it empty
@@ -1450,7 +1476,7 @@ def main():
             dist.destroy_process_group()
             return
         if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry", "none-atexit-error",
-                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored", "none-meshgrid-warning", "none-gradscaler-cpu", "none-target-size-warning", "none-dataloader-workers-warning", "none-detect-anomaly", "none-tensor-copy-warning"):
+                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored", "none-meshgrid-warning", "none-gradscaler-cpu", "none-target-size-warning", "none-dataloader-workers-warning", "none-detect-anomaly", "none-tensor-copy-warning", "none-nested-tensor-warning"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")
