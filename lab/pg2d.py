@@ -41,6 +41,12 @@ Faults (LAB_FAULT), injected at step LAB_STEP on rank(s) LAB_CULPRIT / LAB_CULPR
                 (float32[8,32]) instead of its stage-0 peer's activation shape (float32[8,16])
   p2p-order     (LAB_PP=2, a stage-0 rank) posts its recv for the gradient before its send of
                 the activation: it and its stage-1 peer both wait in recv
+  skip-dp       the rank's gradient-accumulation counter is off by one at LAB_STEP: it takes
+                that step for a no-sync micro-step and skips its DP gradient all_reduce, so
+                its later DP all_reduces pair with its peers' earlier ones (same size, gloo
+                matches them silently) and at the end the peers wait for one it never issues
+  segv          the rank's native data-loading extension dereferences a null pointer
+                (ctypes.string_at(0)): SIGSEGV, no Python traceback
 
 Ranks that finish (healthy runs, and the ranks a fault does not stop) dump their Flight
 Recorder buffer at exit; ranks that raise dump from the exception handler; ranks torchrun
@@ -49,6 +55,7 @@ SIGTERMs dump from lab/_common.py's watcher thread (when the GIL lets it run).
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
@@ -121,6 +128,8 @@ def inject_stop(rank, step, fault, timeout):
         time.sleep(3600)  # blocked read of a stalled mount: no log line, no exception
     if fault == "sigstop":
         os.kill(os.getpid(), signal.SIGSTOP)
+    if fault == "segv":
+        ctypes.string_at(0)  # the extension's null pointer
     if fault == "slow":
         total = 2.5 * timeout
         t0 = time.monotonic()
@@ -203,7 +212,8 @@ def main():
                     dist.all_reduce(loss.detach().clone(), group=dp_group)  # "DP-averaged loss for logging"
                 if culprit and fault == "same-shape":
                     dist.all_reduce(out.detach().clone(), group=tp_group)  # debug hook re-reduces the output
-                dp_allreduce_grads(params, dp_group, dp)
+                if not (culprit and fault == "skip-dp"):  # the off-by-one no-sync micro-step
+                    dp_allreduce_grads(params, dp_group, dp)
                 opt.step()
                 log.info("rank %d step %d loss %.4f", rank, step, loss.item())
             else:  # pipeline stage 0
@@ -215,7 +225,8 @@ def main():
                 if not (culprit and fault == "p2p-order"):
                     dist.recv(gh, src=peer, group=pp_group)
                 h.backward(gh)
-                dp_allreduce_grads(params, dp_group, dp)
+                if not (culprit and fault == "skip-dp"):
+                    dp_allreduce_grads(params, dp_group, dp)
                 opt.step()
                 log.info("rank %d step %d act-norm %.4f", rank, step, h.detach().norm().item())
             time.sleep(0.2)  # pretend the step takes a while

@@ -1770,6 +1770,24 @@ def _pg2d_case(fault: str, layout: str, cs: tuple, s: int, tee: bool) -> Case:
             ev = [r"(op\.preamble\.length <= op\.nbytes.*collective mismatch|"
                   rf"\[rank\d\]: RuntimeError: .*({PEER_LOST}|Timed out waiting))",
                   r"failed \(exitcode: -?\d+\) local_rank: \d"]
+    elif fault == "segv":
+        cls, hint = "peer-rank-crashed", "worker-segfault"
+        desc = (head + f"{who}'s native data-loading extension dereference{'' if len(cs) > 1 else 's'} a null "
+                f"pointer at step {s} (ctypes.string_at(0)) before the step's collectives: SIGSEGV, no Python "
+                "traceback; the peers in its TP / DP groups lose the connection or time out.")
+        ev = [r"exitcode  : -11 \(pid: \d+\)  \(SIGSEGV\)",
+              rf"\[rank{_ranks(o)}\]: RuntimeError: .*({PEER_LOST}|Timed out waiting)"]
+    elif fault == "skip-dp":
+        cls, hint = "collective-desync", "rank-skips-step-on-error"
+        g = pg2d_layout(layout, c)
+        peers = [r for r in g["dp"] if r != c]
+        desc = (head + f"At step {s} {who}'s gradient-accumulation counter is off by one: it takes the step for "
+                "a no-sync micro-step and skips its DP gradient all_reduce in DP group "
+                f"{g['dp']}. Its later DP all_reduces (same size) pair silently with rank(s) {_words(peers)}'s "
+                f"earlier ones; it finishes its 8 steps one DP all_reduce short, and rank(s) {_words(peers)} "
+                "are left waiting for the last one (connection closed or timeout).")
+        ev = [rf"rank {c} finished 8 steps",
+              rf"\[rank{_ranks(peers)}\]: RuntimeError: .*({PEER_LOST}|Timed out waiting)"]
     elif fault == "p2p-shape":
         cls, hint = "collective-desync", "p2p-send-recv-shape-mismatch"
         desc = (head + f"At step {s} {who}, a pipeline stage-1 rank, sends back the input gradient with the "
@@ -1888,7 +1906,23 @@ MATRIX_PG2D_FRESH3 = [
     # ("p2p-order", "pp2tp2dp2", (6,), 2, True). Neither took (8 steps, exit 0): pg2d.py injects
     # extra-tp on stage-1 ranks only and p2p-order on stage-0 ranks only (_PG2D_STAGE now says so).
 ]
-PG2D_FRESH_DRAWS = {1: MATRIX_PG2D_FRESH, 2: MATRIX_PG2D_FRESH2, 3: MATRIX_PG2D_FRESH3}
+# A fifth draw, written down on 2026-12-07 (thirtieth session) and committed before it ran: two fault
+# kinds the pg2d matrix never injected (a skipped DP gradient all_reduce, a native segfault), and
+# known kinds at culprits, layouts and steps not drawn before (rank 0 raising, a two-rank SIGKILL
+# inside one TP group of stage 1, a silent hang in stage 1, a slow rank at step 2).
+MATRIX_PG2D_FRESH4 = [
+    ("none", "pp2tp2dp2", (), 0, False),
+    ("skip-dp", "tp2dp4", (5,), 2, True),
+    ("skip-dp", "pp2tp2dp2", (3,), 3, False),
+    ("segv", "tp4dp2", (6,), 2, True),
+    ("segv", "pp2tp2dp2", (1,), 3, False),
+    ("exception", "tp2dp4", (0,), 3, False),
+    ("sigkill", "pp2tp2dp2", (4, 5), 2, True),
+    ("hang-sleep", "pp2tp2dp2", (6,), 2, True),
+    ("slow", "tp2dp4", (3,), 2, False),
+    ("extra-dp", "tp4dp2", (5,), 3, True),
+]
+PG2D_FRESH_DRAWS = {1: MATRIX_PG2D_FRESH, 2: MATRIX_PG2D_FRESH2, 3: MATRIX_PG2D_FRESH3, 4: MATRIX_PG2D_FRESH4}
 
 
 def pg2d_cases(spec: list | None = None) -> dict[str, Case]:
@@ -2247,7 +2281,7 @@ def main(argv=None) -> int:
     ap.add_argument("--matrix", action="store_true", help="run the fault matrix instead of the single cases")
     ap.add_argument("--fresh", nargs="?", type=int, const=1, default=None, choices=sorted(FRESH_DRAWS),
                     help="with --matrix: a held-out draw instead (1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5); with "
-                    "--matrix-pg2d: MATRIX_PG2D_FRESH (1), MATRIX_PG2D_FRESH2 (2), MATRIX_PG2D_FRESH3 (3); needs --out")
+                    "--matrix-pg2d: MATRIX_PG2D_FRESH (1), MATRIX_PG2D_FRESH2 (2), MATRIX_PG2D_FRESH3 (3), MATRIX_PG2D_FRESH4 (4); needs --out")
     ap.add_argument("--matrix-pg2d", action="store_true",
                     help="the 8-rank TP x DP (x PP) process-group matrix (MATRIX_PG2D_SPEC, lab/pg2d.py); "
                     "held out, needs --out")
@@ -2256,7 +2290,7 @@ def main(argv=None) -> int:
     if a.fresh and not ((a.matrix or a.matrix_pg2d) and (a.out or a.list)):
         ap.error("--fresh goes with --matrix or --matrix-pg2d and an --out folder outside tests/scenarios")
     if a.fresh and a.matrix_pg2d and a.fresh not in PG2D_FRESH_DRAWS:
-        ap.error("--matrix-pg2d has three held-out draws: --fresh 1, 2 or 3")
+        ap.error("--matrix-pg2d has four held-out draws: --fresh 1, 2, 3 or 4")
     if a.matrix_pg2d and not (a.out or a.list):
         ap.error("--matrix-pg2d needs an --out folder outside tests/scenarios")
     table = (pg2d_cases(PG2D_FRESH_DRAWS[a.fresh] if a.fresh else None) if a.matrix_pg2d else
