@@ -23,7 +23,8 @@ FRAME_FIRST = 256  # ... of a Python traceback frame (a real log of four ranks' 
 LAUNCHER_FIRST = 4096
 # captures that tell one process, launcher record or communicator from another: facts that
 # differ in them are never folded together (the SIGTERM'd pids, NCCL's rank -> device map)
-FACT_IDENTITY = ("rank", "local_rank", "pid", "host", "device", "prefix_device", "src", "dst", "dir", "world_size")
+FACT_IDENTITY = ("rank", "local_rank", "pid", "host", "device", "prefix_device", "prefix_pid", "src", "dst", "dir",
+                 "world_size")
 
 
 @dataclass

@@ -171,6 +171,10 @@ FACTS: dict[str, str] = {
     # store_based_barrier_key:1 to store for rank: 2" (a rank outside the world: claims.py)
     "self-rank-store-key": r"Added key: store_based_barrier_key:1 to store for rank: (?P<rank>\d+)",
     "self-rank-pg-destroyed": r"Process Group destroyed on rank (?P<rank>\d+)",
+    # vLLM's report of each worker's place in the job (vllm/distributed/parallel_state.py: "rank 1 in
+    # world size 2 is assigned as DP rank 0, PP rank 0, TP rank 1, EP rank 1"), printed behind the
+    # worker's "(VllmWorkerProcess pid=N)" prefix: which global rank that pid is
+    "self-rank-assigned": r"\brank (?P<rank>\d+) in world size (?P<world_size>\d+) is assigned as ",
     # the job's word that its work ended normally: torchelastic's agent ("[default] worker group
     # successfully finished. Waiting 300 seconds for other agents to finish." and "Local worker
     # group finished (WorkerState.SUCCEEDED)", torch/distributed/elastic/agent/server/api.py; the

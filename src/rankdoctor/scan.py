@@ -717,6 +717,8 @@ class Scanner:
                 if pat.kind == "fact":
                     if attr.device is not None:
                         caps.setdefault("prefix_device", str(attr.device))
+                    if attr.pid is not None:
+                        caps.setdefault("prefix_pid", str(attr.pid))
                     fact = Fact(pat.signature, name, lineno, shown, attr.rank, attr.local_rank, attr.host, attr.time, attr.ts, caps)
                     sample = result.add_fact(fact)
                     if pat.signature in ERROR_FACTS:

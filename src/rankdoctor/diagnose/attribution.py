@@ -62,7 +62,7 @@ def attribute(kb: KnowledgeBase, scan: ScanResult) -> Attributed:
     events = _spawn_blocks(events, scan)
     events = _one_rank_sources(_device_owners(_stream_below([_stream_owner(e) for e in events])), scan)
     to_global = _local_rank_mapping(events, summary, scan)
-    events = [_globalised(e, to_global) for e in events]
+    events = _pid_owners([_globalised(e, to_global) for e in events], summary, scan)
     summary = replace(
         summary,
         records=[
@@ -306,9 +306,10 @@ def _fact_events(kb: KnowledgeBase, scan: ScanResult) -> list[Event]:
                 captures["waiting"] = "1"  # raised where the rank waited for its peers' part of a collective
                 if waited_in:
                     captures["wait_call"] = waited_in
+            pid = f.captures.get("prefix_pid")
             out.append(Event("", _FACT_SIGNATURES[f.fact], role, f.source, f.line, f.text, f.rank, f.local_rank, f.host,
-                             None, None, f.time, f.ts, captures, list(f.context) + after.get((f.source, f.line), []),
-                             f.folded))
+                             int(pid) if pid else None, None, f.time, f.ts, captures,
+                             list(f.context) + after.get((f.source, f.line), []), f.folded))
     out += _cut_tracebacks(scan)
     for entry, sig, f, detail, ranked in computed_readings(kb, scan):
         out.append(Event(entry.id, sig.id, sig.role.value, f.source, f.line, f.text, f.rank if ranked else None,
@@ -758,6 +759,44 @@ def _local_rank_mapping(events: list[Event], summary: LauncherSummary, scan: Sca
         return lr if single_node else None
 
     return to_global
+
+
+# the lines in which a process states its own global rank (facts.py), read with the pid of the
+# prefix they were printed behind
+_SELF_RANK_FACTS = ("self-rank-assigned", "self-rank-announce", "self-rank-barrier", "self-rank-store-key")
+
+
+def _pid_owners(events: list[Event], summary: LauncherSummary, scan: ScanResult) -> list[Event]:
+    """Output tagged only with its process's pid (a worker prefix such as vLLM's
+    "(VllmWorkerProcess pid=176981) ", Ray's "(pid=4242) ") belongs to the rank that pid is,
+    where the logs say so: a line behind the same prefix in which the process states its
+    rank ("rank 1 in world size 2 is assigned as ..."), a launcher record of that pid
+    ("local_rank: 1 (pid: 176981)" with its rank), or a line that carries both. A pid the
+    logs give two ranks is left alone."""
+    owners: dict[int, set[int]] = {}
+    for f in scan.facts:
+        if f.fact in _SELF_RANK_FACTS and (pid := f.captures.get("prefix_pid")) and f.captures.get("rank", "").isdigit():
+            if f.fact == "self-rank-barrier" and not f.captures.get("key", "").endswith(":1"):
+                continue  # a sub-group's barrier numbers its ranks within the group
+            owners.setdefault(int(pid), set()).add(int(f.captures["rank"]))
+    for r in summary.records:
+        if r.pid is not None and r.rank is not None:
+            owners.setdefault(r.pid, set()).add(r.rank)
+    # (an event's pid is its prefix's unless the line names a process: "Sending process 27586
+    # closing signal SIGTERM" is the launcher's line about that process)
+    for ev in events:
+        if ev.pid is not None and ev.rank is not None and ev.captures.get("rank_from") is None and "pid" not in ev.captures:
+            owners.setdefault(ev.pid, set()).add(ev.rank)
+    pid_rank = {pid: next(iter(rs)) for pid, rs in owners.items() if len(rs) == 1}
+    if not pid_rank:
+        return events
+    out = []
+    for ev in events:
+        if ev.rank is None and ev.local_rank is None and ev.pid in pid_rank and "pid" not in ev.captures:
+            ev = ev.copy(rank=pid_rank[ev.pid])
+            ev.captures["rank_from"] = "pid"
+        out.append(ev)
+    return out
 
 
 def _globalised(ev: Event, to_global) -> Event:

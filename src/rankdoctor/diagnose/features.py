@@ -23,7 +23,8 @@ from .attribution import ACTIVITY, FATAL, TRACE
 from .hypotheses import MISMATCH_CLASSES, STRONG, Hypothesis, Kind, desync_strength, main_process_busy, most_named, named_by_peers, smaller_side, unnamed_failures_cut
 from .ranktable import (
     FR_HANG, FR_MISMATCH, NUMERIC_CLASS, End, RankRow, RankTable, about_peer, fingerprint_minority, fingerprints_ahead,
-    first_collective_hang, first_collective_stated, order, primary_failure, reports_lost_peer, same_block, same_clock,
+    first_collective_hang, first_collective_stated, only_losses, order, primary_failure, reports_lost_peer, same_block,
+    same_clock,
 )
 
 # name -> what it means (the order is the order of the weight vector)
@@ -588,12 +589,40 @@ def left_early(table: RankTable) -> set[int]:
     gone = {r for r, rw in table.rows.items() if rw.end == End.clean and not rw.failures and not rw.waits}
     others = [rw for r, rw in table.rows.items() if r not in gone]
     if not gone or not others or 2 * len(gone) > len(table.rows):
-        return set()
+        return _left_before_loss(table)
     if not any(rw.lost_peer for rw in others):
         return set()
     if not all((rw.waited and not rw.failures) or rw.end == End.terminated for rw in others):
         return set()
     return gone
+
+
+def _left_before_loss(table: RankTable) -> set[int]:
+    """Ranks that left while their peers were still in a collective with them, where the
+    launcher then stopped everyone (so no rank's exit is clean): the ranks that only waited
+    report nothing but lost connections (a peer's process exited), and of the ranks with no
+    failure and no wait, the ones whose last line of work came before every such report the
+    logs can place beside it (by time, or by line order in one file), while the others' came
+    after one of them (they worked on: not the ones lost). At most half of the job, and only
+    where some rank worked on past the loss."""
+    waiting = [rw for rw in table.rows.values() if rw.waits and not rw.failures]
+    if not waiting or not all(only_losses(rw) for rw in waiting):
+        return set()
+    # (a rank that died by itself, even without a line of its own, is where the loss came from)
+    if any(rw.failures or rw.end == End.own_death for rw in table.rows.values()):
+        return set()
+    losses = [ev for rw in waiting for ev in rw.losses]
+    before, after = set(), set()
+    for rw in table.rows.values():
+        if rw.waits or rw.failures:
+            continue
+        placed = [o for ev in losses if (o := order(rw.last_active, ev)) is not None]
+        if not placed:
+            return set()  # a rank the logs cannot place: no answer
+        (after if any(o >= 0 for o in placed) else before).add(rw.rank)
+    if not before or not after or 2 * len(before) > len(table.rows):
+        return set()
+    return before
 
 
 def outlived_peers(table: RankTable) -> tuple[set[int], set[int]]:

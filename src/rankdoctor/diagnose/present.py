@@ -230,10 +230,17 @@ def _root_cause(a: "Answer", w: "Weighing", collateral: list[int]) -> str:
             parts.append(f"{Who} reported the mismatch; either side of a mismatch can be the one to report it, "
                          "so the rank that issued the other operation may be where it started.")
         elif ranks and set(ranks) <= left_early(table):
-            parts.append(f"{Who} ran to a clean exit while the others were still in a collective (the launcher's summary "
-                         f"of the failure does not list {'them' if len(ranks) > 1 else 'it'}): {'they' if len(ranks) > 1 else 'it'} "
-                         f"had fewer steps to run (uneven inputs, a loop bound or an early return that differs per rank), and "
-                         f"the others lost the connection when {'they' if len(ranks) > 1 else 'it'} exited.")
+            they = 'they' if len(ranks) > 1 else 'it'
+            if all(table.rows[r].end == End.clean for r in ranks):
+                parts.append(f"{Who} ran to a clean exit while the others were still in a collective (the launcher's summary "
+                             f"of the failure does not list {'them' if len(ranks) > 1 else 'it'}): {they} "
+                             f"had fewer steps to run (uneven inputs, a loop bound or an early return that differs per rank), and "
+                             f"the others lost the connection when {they} exited.")
+            else:
+                parts.append(f"{Who} stopped working before the others lost a connection, while the ranks that did not wait "
+                             f"worked on after it: {they} left the collective the waiting ranks were in ({they} had fewer "
+                             f"collectives to issue: a skipped step, uneven inputs, an early return that differs per rank), "
+                             f"and the launcher then stopped everyone.")
         elif ranks and set(ranks) <= table.odd_waiters:
             others = sorted({s for r, s in table.wait_sites.items() if r not in ranks})
             parts.append(f"{Who} gave up waiting at {', '.join(table.wait_sites[r] for r in ranks)}, where no other rank "

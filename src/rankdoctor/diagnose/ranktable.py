@@ -616,6 +616,13 @@ def _level_with_waiters(rows: dict[int, RankRow]) -> set[int]:
     return out
 
 
+def only_losses(rw: RankRow) -> bool:
+    """Every line in which the rank reported waiting reports a lost peer (a closed or reset
+    connection; a traceback's exception line counts with the report it ends in)."""
+    lost = {e.where for e in rw.losses}
+    return bool(lost) and all(e.where in lost for e in rw.waits)
+
+
 def _blocked_apart(rows: dict[int, RankRow], expected: set[int]) -> dict[str, set[int]]:
     """Two groups of ranks, each waiting for the other: the ranks that reported waiting (a
     timeout, a traceback cut off in a collective), with no failure of their own, and every
@@ -631,6 +638,10 @@ def _blocked_apart(rows: dict[int, RankRow], expected: set[int]) -> dict[str, se
     waiting = {r for r, rw in rows.items() if rw.waits and not rw.failures}
     stopped = expected - waiting
     if not waiting or len(stopped) < 2 or not stopped <= set(rows):
+        return {}
+    # a rank blocked in another collective keeps its connections open: waiting ranks that only
+    # report a closed or reset connection lost a peer that exited (features.left_early)
+    if all(only_losses(rows[r]) for r in waiting):
         return {}
     lasts = [rows[r].last_active for r in sorted(stopped)]
     if any(ev is None or ev.ts is None or rows[ev.rank].waits or rows[ev.rank].failures
