@@ -678,16 +678,19 @@ def logged_at(f: Event) -> float | None:
     return None
 
 
-def _worked_after(f: Event, logged: float, active: Event | None) -> bool:
+def _worked_after(f: Event, logged: float, active: Event | None, same_second: bool = False) -> bool:
     """The rank's last line of work has a time of its own after the record that logged the
     exception (a traceback's continuation lines have none), and comes after it in the same file
-    when both are in one."""
+    when both are in one. ``same_second``: in the same file, a line below it with the same
+    time (a clock of whole seconds) counts too."""
     if active is None or active.ts is None:
         return False
     if f.source == active.source and active.line <= f.line:
         return False
     later = on_one_clock(logged, active.ts)
-    return later is not None and later[1] > later[0]
+    if later is None:
+        return False
+    return later[1] > later[0] or (same_second and f.source == active.source and later[1] == later[0])
 
 
 def on_one_clock(x: float, y: float) -> tuple[float, float] | None:
@@ -728,7 +731,10 @@ def _handled(kb: KnowledgeBase, rows: dict[int, RankRow], unranked: list[Event])
             t = f.ts
         else:
             continue
-        if t is not None and all(_worked_after(f, t, rw.last_active) for rw in rows.values()):
+        # (a rank whose last line came in the same second, below it in the same file, got past
+        # it too: ranks that only print their start-up while rank 0 logs the steps)
+        if t is not None and all(_worked_after(f, t, rw.last_active, same_second=True) for rw in rows.values()) \
+                and any(_worked_after(f, t, rw.last_active) for rw in rows.values()):
             out.setdefault(f.where, f)
     return out
 
@@ -837,7 +843,13 @@ def _reported(kb: KnowledgeBase, f: Event) -> str | None:
     however long the run goes on); else None."""
     if f.role != "cause" or not f.entry or kb.get(f.entry).class_ == NUMERIC_CLASS:
         return None
-    return record_level(f.text)
+    level = record_level(f.text)
+    if level is None and _NCCL_INFO.search(f.text) is not None:
+        return "W"  # NCCL's trace of an error code returned up its stack, at INFO level: it carried on
+    return level
+
+
+_NCCL_INFO = re.compile(r"\bNCCL INFO\b")
 
 
 _WARNING_LEVEL = re.compile(r"\[?(?:WARNING|WARN)\]?(?=[\s:|\]-])|NCCL WARN\b|\[W [\w.]+:\d+\]")
