@@ -517,6 +517,17 @@ was being collected, before either was measured:
                       head at LAB_STEP with ``batch_first`` left False: torch warns that
                       ``enable_nested_tensor is True, but self.use_nested_tensor is False``, and the
                       job trains to the end.
+
+A forty-second set (``--fresh 47``), written down on 2026-12-07 (thirtieth session) while set ES
+was being collected, before either was measured:
+
+* ``assert-bare``     at LAB_STEP every rank checks its batch against the configured batch size
+                      with a bare ``assert`` (no message); the culprit's sampler hands it a short
+                      batch, and the rank dies of an AssertionError whose message is empty while its
+                      peers wait.
+* ``none-nonleaf-grad-warning`` a healthy run whose every rank logs the gradient of an intermediate
+                      tensor at LAB_STEP: torch warns that the .grad attribute of a Tensor that is not
+                      a leaf Tensor is being accessed, and the job trains to the end.
 """
 
 import argparse
@@ -883,6 +894,15 @@ def main():
             if FAULT == "none-tensor-copy-warning" and step == step_at:
                 logged = torch.tensor(torch.nn.functional.mse_loss(model.module(x), y).detach())  # copy-constructed
                 log.info("rank %d step %d: logged loss %.4f", rank, step, logged.item())
+            if FAULT == "assert-bare" and step == step_at:
+                rows = x[:5] if culprit else x  # this rank's sampler hands it a short last batch
+                log.info("rank %d step %d: checking a batch of %d rows", rank, step, rows.shape[0])
+                assert rows.shape[0] == x.shape[0]
+            if FAULT == "none-nonleaf-grad-warning" and step == step_at:
+                hidden = model.module.fc1(x)
+                hidden.sum().backward()
+                log.info("rank %d step %d: hidden grad %s", rank, step, hidden.grad)
+                model.zero_grad()
             if FAULT == "embedding-vocab-cpu" and step == step_at:
                 vocab = 32
                 table = torch.nn.Embedding(vocab, 4)
@@ -1476,7 +1496,7 @@ def main():
             dist.destroy_process_group()
             return
         if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry", "none-atexit-error",
-                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored", "none-meshgrid-warning", "none-gradscaler-cpu", "none-target-size-warning", "none-dataloader-workers-warning", "none-detect-anomaly", "none-tensor-copy-warning", "none-nested-tensor-warning"):
+                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored", "none-meshgrid-warning", "none-gradscaler-cpu", "none-target-size-warning", "none-dataloader-workers-warning", "none-detect-anomaly", "none-tensor-copy-warning", "none-nested-tensor-warning", "none-nonleaf-grad-warning"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")
