@@ -188,6 +188,11 @@ FACTS: dict[str, str] = {
                 r"\[\w+\] All workers successfully finished\.|"
                 r"\bProcess \d+ exits successfully\.|\{'train_runtime': [\d.]+, 'train_samples_per_second': |"
                 r"`Trainer\.fit` stopped: `max_(?:epochs|steps)=\S+` reached\.",
+    # NCCL's own report that the program is tearing a communicator down (misc/socket.cc's
+    # "socketProgressOpt: abort called", printed as ncclCommAbort / destroy closes its sockets):
+    # what the communication layer prints after it, when nothing failed before, is teardown
+    # (diagnose/ranktable.py _teardown)
+    "comm-teardown": r"\bsocketProgressOpt: abort called\b",
     # c10d's wait for a key of the default group's gloo addresses, which ends in the global rank
     # that should have published it (TCPStore: "wait timeout after 10000ms, keys:
     # /default_pg/0//cpu//0/3"): a wait for a rank outside the others' world is claims.py's

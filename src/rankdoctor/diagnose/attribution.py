@@ -802,6 +802,14 @@ def _pid_owners(events: list[Event], summary: LauncherSummary, scan: ScanResult)
 def _globalised(ev: Event, to_global) -> Event:
     rank = ev.rank if ev.rank is not None else to_global(ev.host, ev.local_rank)
     plr = ev.cap_int("peer_local_rank")
+    if plr is not None and ev.device == plr and ev.local_rank in (None, plr) and ev.role == "symptom":
+        # NCCL's proxy service thread reporting the local rank it serves itself ("[0] ... Could not
+        # receive type from localRank 0", then "Failed to execute operation Close from rank N" of
+        # the same process): the printing process's own main thread closed its connection - it
+        # is exiting (at the end of the run, or of its own failure), not losing a peer
+        out = ev.copy(rank=rank, role="context")
+        out.captures["peer_self"] = "1"
+        return out
     peer = to_global(ev.host, plr) if plr is not None and "peer_rank" not in ev.captures else None
     if rank == ev.rank and peer is None:
         return ev

@@ -97,7 +97,7 @@ def read_launcher(facts: list[Fact]) -> LauncherSummary:
     for f in facts:
         if f.fact.startswith(("tr-", "ds-", "lc-")):
             by_source.setdefault(f.source, []).append(f)
-        elif f.fact == "run-done":
+        elif f.fact in ("run-done", "comm-teardown"):
             summary.done.append(f)
     for source, items in by_source.items():
         items.sort(key=lambda f: f.line)

@@ -319,7 +319,8 @@ def time_key(e: Event) -> tuple:
 def _teardown(kb: KnowledgeBase, events: list[Event], summary) -> dict[tuple[str, int], Event]:
     """What the communication layer printed while the job was torn down, after it said its work
     ended normally (``summary.done``: torchelastic's "worker group successfully finished",
-    DeepSpeed's "exits successfully", a trainer's closing summary), when nothing failed by
+    DeepSpeed's "exits successfully", a trainer's closing summary, NCCL's "socketProgressOpt:
+    abort called" as the program closes a communicator), when nothing failed by
     itself: no exception or fatal line, no failed exit, and every failure line after the end is
     either a report of a peer that left or an NCCL record at INFO level (its error-return trace
     "misc/socket.cc:47 -> 3", "Abort COMPLETE"), none of them an NCCL WARN record. Processes leave at their own pace after the work,
@@ -344,11 +345,15 @@ def _teardown(kb: KnowledgeBase, events: list[Event], summary) -> dict[tuple[str
     for e in events:
         if e.role in (TRACE, FATAL):
             return {}
+        if e.role == WARNED and _PROXY_THREAD.search(e.text) and after_done(e):
+            out.setdefault(e.where, e)  # an NCCL WARN no entry knows, from the proxy thread, after the end
+            continue
         if e.role not in ("cause", "symptom") or "launcher" in e.captures:
             continue
         if e.cap_int("timeout_ms") is not None or not (after_done(e) or just_before_success(e)):
             return {}
-        if not (_NCCL_INFO.search(e.text) or (e.role == "symptom" and reports_lost_peer(kb, e))) or _NCCL_WARN.search(e.text):
+        if not (_NCCL_INFO.search(e.text) or (e.role == "symptom" and reports_lost_peer(kb, e)) or _PROXY_THREAD.search(e.text)) \
+                or (_NCCL_WARN.search(e.text) and not _PROXY_THREAD.search(e.text)):
             return {}
         out.setdefault(e.where, e)
     return out
@@ -364,6 +369,10 @@ _TEARDOWN_SPAN = 20  # lines above such a record that the workers' exit printed
 # peer" in a collective); its own teardown ("[Service thread] Connection closed by localRank 1")
 # at INFO level: a WARN after the end is a communicator that was still in use, not teardown
 _NCCL_WARN = re.compile(r"\bNCCL WARN\b")
+# ... except the proxy thread's own warnings as the sockets it serves close ("[Service thread]
+# Accept failed ...", "[Proxy Service 0] Failed to execute operation Close ..."): the thread that
+# serves a communicator, not a collective in use
+_PROXY_THREAD = re.compile(r"NCCL WARN \[(?:Service thread|Proxy Service \d+)\]")
 
 
 def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" = None) -> RankTable:
@@ -841,6 +850,8 @@ def _reported(kb: KnowledgeBase, f: Event) -> str | None:
     """The level ("W" or "E") of an entry's cause line that the program printed as a log record
     (``record_level``), when no entry of numeric divergence reads it (a NaN loss is a failure
     however long the run goes on); else None."""
+    if f.role == WARNED:
+        return "W"  # an NCCL WARN record no entry knows
     if f.role != "cause" or not f.entry or kb.get(f.entry).class_ == NUMERIC_CLASS:
         return None
     level = record_level(f.text)
