@@ -108,6 +108,7 @@ _P_DMESG_T = re.compile(
     r"\[(?:\w{3}) (?P<mon>\w{3}) +(?P<d>\d{1,2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2}) (?P<y>\d{4})\] "
 )
 _P_DMESG = re.compile(r"\[ *\+?(?P<up>\d+\.\d+)\] ")
+_WEEKDAYS = frozenset(("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"))
 # Open MPI's --timestamp-output: ctime()'s date glued to the --tag-output tag that follows
 # ("Fri Jun 19 09:00:59 2020[1,0]<stdout>:...")
 _P_CTIME = re.compile(
@@ -256,7 +257,7 @@ def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, 
                 a.host = a.host or m["ip"]
             if m["actor"]:
                 a.extra["actor"] = m["actor"]
-        elif c in "MTWFS" and (m := _P_CTIME.match(text, pos)):
+        elif c in "MTWFS" and text[pos + 3:pos + 4] == " " and text[pos:pos + 3] in _WEEKDAYS and (m := _P_CTIME.match(text, pos)):
             a.time, a.ts = _iso(int(m["y"]), _MONTHS.get(m["mon"], 1), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]))
         elif bracket and (m := _P_DMESG_T.match(text, pos)):
             mon = _MONTHS.get(m["mon"], 1)
