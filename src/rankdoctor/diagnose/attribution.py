@@ -773,27 +773,36 @@ def _pid_owners(events: list[Event], summary: LauncherSummary, scan: ScanResult)
     rank ("rank 1 in world size 2 is assigned as ..."), a launcher record of that pid
     ("local_rank: 1 (pid: 176981)" with its rank), or a line that carries both. A pid the
     logs give two ranks is left alone."""
-    owners: dict[int, set[int]] = {}
+    # (pids repeat across hosts: a pid is read with its host where the line gives one, and a
+    # line without a host takes the rank only when every host's process of that pid agrees)
+    owners: dict[tuple[str | None, int], set[int]] = {}
     for f in scan.facts:
         if f.fact in _SELF_RANK_FACTS and (pid := f.captures.get("prefix_pid")) and f.captures.get("rank", "").isdigit():
             if f.fact == "self-rank-barrier" and not f.captures.get("key", "").endswith(":1"):
                 continue  # a sub-group's barrier numbers its ranks within the group
-            owners.setdefault(int(pid), set()).add(int(f.captures["rank"]))
+            owners.setdefault((f.host, int(pid)), set()).add(int(f.captures["rank"]))
     for r in summary.records:
         if r.pid is not None and r.rank is not None:
-            owners.setdefault(r.pid, set()).add(r.rank)
+            owners.setdefault((r.host, r.pid), set()).add(r.rank)
     # (an event's pid is its prefix's unless the line names a process: "Sending process 27586
     # closing signal SIGTERM" is the launcher's line about that process)
     for ev in events:
         if ev.pid is not None and ev.rank is not None and ev.captures.get("rank_from") is None and "pid" not in ev.captures:
-            owners.setdefault(ev.pid, set()).add(ev.rank)
-    pid_rank = {pid: next(iter(rs)) for pid, rs in owners.items() if len(rs) == 1}
-    if not pid_rank:
+            owners.setdefault((ev.host, ev.pid), set()).add(ev.rank)
+    if not owners:
         return events
+
+    def rank_of(host: str | None, pid: int) -> int | None:
+        ranks = owners.get((host, pid)) or (owners.get((None, pid)) if host is not None else None)
+        if ranks is None and host is None:  # a line without a host: every host's process of that pid
+            ranks = set().union(*(rs for (_h, p), rs in owners.items() if p == pid))
+        return next(iter(ranks)) if ranks and len(ranks) == 1 else None
+
     out = []
     for ev in events:
-        if ev.rank is None and ev.local_rank is None and ev.pid in pid_rank and "pid" not in ev.captures:
-            ev = ev.copy(rank=pid_rank[ev.pid])
+        if ev.rank is None and ev.local_rank is None and ev.pid is not None and "pid" not in ev.captures \
+                and (r := rank_of(ev.host, ev.pid)) is not None:
+            ev = ev.copy(rank=r)
             ev.captures["rank_from"] = "pid"
         out.append(ev)
     return out

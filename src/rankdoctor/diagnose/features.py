@@ -585,7 +585,8 @@ def left_early(table: RankTable) -> set[int]:
     exit closed it) or was stopped by the launcher. A rank that exits while its peers still
     issue collectives had fewer steps to run than they did (uneven inputs, a loop bound that
     differs per rank, a return on some condition): a desync that started on it. At most half
-    of the job."""
+    of the job. Where no rank exited cleanly (the launcher stopped them all), the ranks that
+    stopped working before the others lost a connection (``_left_before_loss``)."""
     gone = {r for r, rw in table.rows.items() if rw.end == End.clean and not rw.failures and not rw.waits}
     others = [rw for r, rw in table.rows.items() if r not in gone]
     if not gone or not others or 2 * len(gone) > len(table.rows):

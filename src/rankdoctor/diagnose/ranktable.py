@@ -352,8 +352,9 @@ def _teardown(kb: KnowledgeBase, events: list[Event], summary) -> dict[tuple[str
             continue
         if e.cap_int("timeout_ms") is not None or not (after_done(e) or just_before_success(e)):
             return {}
-        if not (_NCCL_INFO.search(e.text) or (e.role == "symptom" and reports_lost_peer(kb, e)) or _PROXY_THREAD.search(e.text)) \
-                or (_NCCL_WARN.search(e.text) and not _PROXY_THREAD.search(e.text)):
+        proxy = _PROXY_THREAD.search(e.text) is not None
+        if not (_NCCL_INFO.search(e.text) or proxy or (e.role == "symptom" and reports_lost_peer(kb, e))) \
+                or (_NCCL_WARN.search(e.text) and not proxy):
             return {}
         out.setdefault(e.where, e)
     return out
@@ -858,9 +859,6 @@ def _reported(kb: KnowledgeBase, f: Event) -> str | None:
     if level is None and _NCCL_INFO.search(f.text) is not None:
         return "W"  # NCCL's trace of an error code returned up its stack, at INFO level: it carried on
     return level
-
-
-_NCCL_INFO = re.compile(r"\bNCCL INFO\b")
 
 
 _WARNING_LEVEL = re.compile(r"\[?(?:WARNING|WARN)\]?(?=[\s:|\]-])|NCCL WARN\b|\[W [\w.]+:\d+\]")
