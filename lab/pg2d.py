@@ -47,6 +47,12 @@ Faults (LAB_FAULT), injected at step LAB_STEP on rank(s) LAB_CULPRIT / LAB_CULPR
                 matches them silently) and at the end the peers wait for one it never issues
   segv          the rank's native data-loading extension dereferences a null pointer
                 (ctypes.string_at(0)): SIGSEGV, no Python traceback
+  early-return  the rank's data iterator runs dry at LAB_STEP (a shard shorter than its
+                peers'): it logs that its data is exhausted, leaves the loop, dumps and
+                exits 0 while its TP / DP peers wait in the step's collectives
+  wrong-group   at LAB_STEP the rank all-reduces its gradients in its TP group instead of its
+                DP group (the wrong group handle): a larger op than its TP peers' activation
+                all_reduce, so gloo's size check fails or the peers wait
 
 Ranks that finish (healthy runs, and the ranks a fault does not stop) dump their Flight
 Recorder buffer at exit; ranks that raise dump from the exception handler; ranks torchrun
@@ -185,9 +191,13 @@ def main():
     opt = torch.optim.SGD(params, lr=0.05)
     peer = pp_ranks[1 - pp_rank] if pp_ranks else None
 
+    done = 0
     try:
         for step, (x, y) in enumerate(batches(dp_rank, STEPS)):
             culprit = rank in culprits and step == fault_step
+            if culprit and fault == "early-return":
+                log.info("rank %d step %d: data shard exhausted, leaving the training loop", rank, step)
+                break
             read_record(rank, step, fault, culprit)
             if culprit:
                 inject_stop(rank, step, fault, timeout)
@@ -213,7 +223,8 @@ def main():
                 if culprit and fault == "same-shape":
                     dist.all_reduce(out.detach().clone(), group=tp_group)  # debug hook re-reduces the output
                 if not (culprit and fault == "skip-dp"):  # the off-by-one no-sync micro-step
-                    dp_allreduce_grads(params, dp_group, dp)
+                    # (wrong-group: the gradient all_reduce handed the TP group's handle)
+                    dp_allreduce_grads(params, tp_group if (culprit and fault == "wrong-group") else dp_group, dp)
                 opt.step()
                 log.info("rank %d step %d loss %.4f", rank, step, loss.item())
             else:  # pipeline stage 0
@@ -226,11 +237,12 @@ def main():
                     dist.recv(gh, src=peer, group=pp_group)
                 h.backward(gh)
                 if not (culprit and fault == "skip-dp"):
-                    dp_allreduce_grads(params, dp_group, dp)
+                    dp_allreduce_grads(params, tp_group if (culprit and fault == "wrong-group") else dp_group, dp)
                 opt.step()
                 log.info("rank %d step %d act-norm %.4f", rank, step, h.detach().norm().item())
             time.sleep(0.2)  # pretend the step takes a while
-        log.info("rank %d finished %d steps", rank, STEPS)
+            done = step + 1
+        log.info("rank %d finished %d steps", rank, done)
         dump_fr("exit")  # every rank that finishes leaves its collective history
     except BaseException:
         dump_fr("exception")

@@ -1794,6 +1794,23 @@ def _pg2d_case(fault: str, layout: str, cs: tuple, s: int, tee: bool) -> Case:
                 "traceback; the peers in its TP / DP groups lose the connection or time out.")
         ev = [r"exitcode  : -11 \(pid: \d+\)  \(SIGSEGV\)",
               rf"\[rank{_ranks(o)}\]: RuntimeError: .*({PEER_LOST}|Timed out waiting)"]
+    elif fault == "early-return":
+        cls, hint = "collective-desync", "uneven-inputs-early-exit"
+        desc = (head + f"At step {s} {who}'s data iterator runs dry (its shard is shorter than its peers'): it logs "
+                "that its data is exhausted, leaves the training loop, dumps its Flight Recorder buffer and exits 0 "
+                "while its TP / DP peers wait for it in the step's collectives (they lose the connection or time out).")
+        ev = [rf"rank {c} step {s}: data shard exhausted",
+              rf"\[rank{_ranks(o)}\]: RuntimeError: .*({PEER_LOST}|Timed out waiting)"]
+    elif fault == "wrong-group":
+        cls, hint = "collective-desync", "extra-collective-subgroup"
+        g = pg2d_layout(layout, c)
+        desc = (head + f"At step {s} {who} all-reduces its flattened gradients in its TP group {g['tp']} instead of "
+                f"its DP group {g['dp']} (the wrong group handle): its TP peers meet it with their next TP "
+                "all_reduce, a smaller op, and its DP peers wait for a gradient all_reduce it never issues in "
+                "their group.")
+        ev = [r"(op\.preamble\.length <= op\.nbytes.*collective mismatch|"
+              rf"\[rank\d\]: RuntimeError: .*({PEER_LOST}|Timed out waiting))",
+              r"failed \(exitcode: -?\d+\) local_rank: \d"]
     elif fault == "skip-dp":
         cls, hint = "collective-desync", "rank-skips-step-on-error"
         g = pg2d_layout(layout, c)
@@ -1939,7 +1956,20 @@ MATRIX_PG2D_FRESH4 = [
     ("slow", "tp2dp4", (3,), 2, False),
     ("extra-dp", "tp4dp2", (5,), 3, True),
 ]
-PG2D_FRESH_DRAWS = {1: MATRIX_PG2D_FRESH, 2: MATRIX_PG2D_FRESH2, 3: MATRIX_PG2D_FRESH3, 4: MATRIX_PG2D_FRESH4}
+# A sixth draw, written down on 2026-12-07 (thirtieth session) after ES was learned from and
+# committed before it ran: two fault kinds pg2d.py never injected (a rank whose data runs dry and
+# returns from training early, a rank that all-reduces its gradients in the wrong group) in each
+# layout, and skip-dp and segv at new places.
+MATRIX_PG2D_FRESH5 = [
+    ("early-return", "tp2dp4", (6,), 3, True),
+    ("early-return", "pp2tp2dp2", (5,), 2, False),
+    ("wrong-group", "tp2dp4", (2,), 2, True),
+    ("wrong-group", "tp4dp2", (7,), 3, False),
+    ("skip-dp", "tp4dp2", (0,), 4, False),
+    ("segv", "tp2dp4", (3,), 1, True),
+    ("none", "tp4dp2", (), 0, True),
+]
+PG2D_FRESH_DRAWS = {1: MATRIX_PG2D_FRESH, 2: MATRIX_PG2D_FRESH2, 3: MATRIX_PG2D_FRESH3, 4: MATRIX_PG2D_FRESH4, 5: MATRIX_PG2D_FRESH5}
 
 
 def pg2d_cases(spec: list | None = None) -> dict[str, Case]:
@@ -2298,7 +2328,7 @@ def main(argv=None) -> int:
     ap.add_argument("--matrix", action="store_true", help="run the fault matrix instead of the single cases")
     ap.add_argument("--fresh", nargs="?", type=int, const=1, default=None, choices=sorted(FRESH_DRAWS),
                     help="with --matrix: a held-out draw instead (1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5); with "
-                    "--matrix-pg2d: MATRIX_PG2D_FRESH (1), MATRIX_PG2D_FRESH2 (2), MATRIX_PG2D_FRESH3 (3), MATRIX_PG2D_FRESH4 (4); needs --out")
+                    "--matrix-pg2d: MATRIX_PG2D_FRESH (1), MATRIX_PG2D_FRESH2 (2), MATRIX_PG2D_FRESH3 (3), MATRIX_PG2D_FRESH4 (4), MATRIX_PG2D_FRESH5 (5); needs --out")
     ap.add_argument("--matrix-pg2d", action="store_true",
                     help="the 8-rank TP x DP (x PP) process-group matrix (MATRIX_PG2D_SPEC, lab/pg2d.py); "
                     "held out, needs --out")
@@ -2307,7 +2337,7 @@ def main(argv=None) -> int:
     if a.fresh and not ((a.matrix or a.matrix_pg2d) and (a.out or a.list)):
         ap.error("--fresh goes with --matrix or --matrix-pg2d and an --out folder outside tests/scenarios")
     if a.fresh and a.matrix_pg2d and a.fresh not in PG2D_FRESH_DRAWS:
-        ap.error("--matrix-pg2d has four held-out draws: --fresh 1, 2, 3 or 4")
+        ap.error("--matrix-pg2d has five held-out draws: --fresh 1 to 5")
     if a.matrix_pg2d and not (a.out or a.list):
         ap.error("--matrix-pg2d needs an --out folder outside tests/scenarios")
     table = (pg2d_cases(PG2D_FRESH_DRAWS[a.fresh] if a.fresh else None) if a.matrix_pg2d else
