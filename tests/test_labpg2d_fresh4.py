@@ -37,3 +37,12 @@ def test_a_rank_that_stopped_after_the_loss_is_not_the_one_lost(tmp_path):
     out = tmp_path / "console.log"
     out.write_text("".join(ln + "\n" for ln in moved), encoding="utf-8")
     assert rankdoctor.diagnose(str(out)).diagnoses[0].initiating_rank != 5
+
+
+def test_a_pair_that_lost_the_peer_who_finished_first_blames_that_peer():
+    # lab-pg2d-fresh5: rank 0 of TP 4 x DP 2 skips one DP all_reduce; its DP peer rank 4 (a group of
+    # two) waits for the last one after rank 0 finished, and the other ranks finish after rank 4's
+    # loss: rank 0 left early, rank 4 was not "left waiting by peers that all finished"
+    d = SCENARIOS / "lab-pg2d-fresh5" / "skip-dp-tp4dp2-r0-s4-notee"
+    top = rankdoctor.diagnose([str(d / "console.log"), str(d / "logs")]).diagnoses[0]
+    assert (top.klass, top.initiating_rank) == ("collective-desync", 0)

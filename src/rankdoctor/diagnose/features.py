@@ -681,6 +681,11 @@ def outlived_peers(table: RankTable) -> tuple[set[int], set[int]]:
     left = {r for r, other in table.rows.items() if other.waits or other.lost_peer}
     if waiting and len(peers) == 1 and len(left) >= 2 and left == set(table.rows) - peers:
         return set(), set()
+    # the peers it lost stopped working before its loss report while the ranks that did not wait
+    # worked on past it: at the loss the job had not finished; those peers left early (left_early
+    # reads it), whichever side of a two-rank group issued the odd collective
+    if waiting and peers and _left_before_loss(table) == peers:
+        return set(), set()
     return waiting, peers
 
 
