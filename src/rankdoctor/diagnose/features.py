@@ -615,7 +615,7 @@ def _left_before_loss(table: RankTable) -> set[int]:
     losses = [ev for rw in waiting for ev in rw.losses]
     before, after = set(), set()
     for rw in table.rows.values():
-        if rw.waits or rw.failures:
+        if rw.waits:  # (no rank failed: checked above)
             continue
         placed = [o for ev in losses if (o := order(rw.last_active, ev)) is not None]
         if not placed:

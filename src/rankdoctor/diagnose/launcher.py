@@ -69,7 +69,9 @@ class LauncherSummary:
     # Cause sections), whether or not the paste goes on to say which one and how
     failed_reported: bool = False
     # where the job said its work ended normally (facts "run-done": torchelastic's "worker group
-    # successfully finished", DeepSpeed's "exits successfully", a trainer's closing summary)
+    # successfully finished", DeepSpeed's "exits successfully", a trainer's closing summary), and
+    # where NCCL said the program closed a communicator (fact "comm-teardown"): what the
+    # communication layer printed after them is teardown when nothing failed before (ranktable)
     done: list[Fact] = field(default_factory=list)
 
     @property
