@@ -528,6 +528,18 @@ was being collected, before either was measured:
 * ``none-nonleaf-grad-warning`` a healthy run whose every rank logs the gradient of an intermediate
                       tensor at LAB_STEP: torch warns that the .grad attribute of a Tensor that is not
                       a leaf Tensor is being accessed, and the job trains to the end.
+
+A forty-third set (``--fresh 48``), written down on 2026-12-07 (thirty-first session) while set ET
+was being collected, before either was measured:
+
+* ``view-short-batch`` at LAB_STEP every rank reshapes its batch into micro-batches of 4 rows with
+                      ``view(-1, 4, 16)``; the culprit's last batch is short (7 rows), so torch raises
+                      ``RuntimeError: shape '[-1, 4, 16]' is invalid for input of size 112`` and the rank
+                      dies while its peers wait.
+* ``none-autocast-cuda-warning`` a healthy run whose every rank wraps its forward pass at LAB_STEP
+                      in ``torch.autocast(device_type="cuda")`` copied from a GPU recipe; on this CPU
+                      machine torch warns that CUDA is not available and disables autocast, and the
+                      job trains to the end.
 """
 
 import argparse
@@ -903,6 +915,15 @@ def main():
                 hidden.sum().backward()
                 log.info("rank %d step %d: hidden grad %s", rank, step, hidden.grad)
                 model.zero_grad()
+            if FAULT == "view-short-batch" and step == step_at:
+                rows = x[:7] if culprit else x  # the culprit's last batch is short
+                log.info("rank %d step %d: splitting a batch of %d rows into micro-batches", rank, step, rows.shape[0])
+                micro = rows.view(-1, 4, rows.shape[1])
+                log.info("rank %d step %d: %d micro-batches", rank, step, micro.shape[0])
+            if FAULT == "none-autocast-cuda-warning" and step == step_at:
+                with torch.autocast(device_type="cuda", dtype=torch.float16):  # copied from a GPU recipe
+                    out = model.module(x)
+                log.info("rank %d step %d: autocast forward %s", rank, step, tuple(out.shape))
             if FAULT == "embedding-vocab-cpu" and step == step_at:
                 vocab = 32
                 table = torch.nn.Embedding(vocab, 4)
@@ -1496,7 +1517,7 @@ def main():
             dist.destroy_process_group()
             return
         if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry", "none-atexit-error",
-                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored", "none-meshgrid-warning", "none-gradscaler-cpu", "none-target-size-warning", "none-dataloader-workers-warning", "none-detect-anomaly", "none-tensor-copy-warning", "none-nested-tensor-warning", "none-nonleaf-grad-warning"):
+                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored", "none-meshgrid-warning", "none-gradscaler-cpu", "none-target-size-warning", "none-dataloader-workers-warning", "none-detect-anomaly", "none-tensor-copy-warning", "none-nested-tensor-warning", "none-nonleaf-grad-warning", "none-autocast-cuda-warning"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")
