@@ -53,6 +53,11 @@ Faults (LAB_FAULT), injected at step LAB_STEP on rank(s) LAB_CULPRIT / LAB_CULPR
   wrong-group   at LAB_STEP the rank all-reduces its gradients in its TP group instead of its
                 DP group (the wrong group handle): a larger op than its TP peers' activation
                 all_reduce, so gloo's size check fails or the peers wait
+  abort         the rank's native data-loading extension fails an internal check and calls
+                abort(): SIGABRT, no Python traceback (faulthandler prints the stack)
+  dp-dtype      at LAB_STEP the rank all-reduces its gradients in float64 in its DP group (a
+                config that reads "fp64 grad reduce" on that rank only) while its DP peers
+                reduce float32: twice the bytes, so gloo's size check fails or the peers wait
 
 Ranks that finish (healthy runs, and the ranks a fault does not stop) dump their Flight
 Recorder buffer at exit; ranks that raise dump from the exception handler; ranks torchrun
@@ -101,10 +106,10 @@ def tp_forward(block, x, tp_group):
     return partial + (full - partial).detach()
 
 
-def dp_allreduce_grads(params, dp_group, dp_size):
-    flat = torch.cat([p.grad.reshape(-1) for p in params])
+def dp_allreduce_grads(params, dp_group, dp_size, dtype=torch.float32):
+    flat = torch.cat([p.grad.reshape(-1) for p in params]).to(dtype)
     dist.all_reduce(flat, group=dp_group)
-    flat /= dp_size
+    flat = flat.to(torch.float32) / dp_size
     off = 0
     for p in params:
         n = p.numel()
@@ -136,6 +141,8 @@ def inject_stop(rank, step, fault, timeout):
         os.kill(os.getpid(), signal.SIGSTOP)
     if fault == "segv":
         ctypes.string_at(0)  # the extension's null pointer
+    if fault == "abort":
+        ctypes.CDLL(None).abort()  # the extension's failed internal check
     if fault == "slow":
         total = 2.5 * timeout
         t0 = time.monotonic()
@@ -224,7 +231,8 @@ def main():
                     dist.all_reduce(out.detach().clone(), group=tp_group)  # debug hook re-reduces the output
                 if not (culprit and fault == "skip-dp"):  # the off-by-one no-sync micro-step
                     # (wrong-group: the gradient all_reduce handed the TP group's handle)
-                    dp_allreduce_grads(params, tp_group if (culprit and fault == "wrong-group") else dp_group, dp)
+                    dp_allreduce_grads(params, tp_group if (culprit and fault == "wrong-group") else dp_group, dp,
+                                       torch.float64 if (culprit and fault == "dp-dtype") else torch.float32)
                 opt.step()
                 log.info("rank %d step %d loss %.4f", rank, step, loss.item())
             else:  # pipeline stage 0
@@ -237,7 +245,8 @@ def main():
                     dist.recv(gh, src=peer, group=pp_group)
                 h.backward(gh)
                 if not (culprit and fault == "skip-dp"):
-                    dp_allreduce_grads(params, tp_group if (culprit and fault == "wrong-group") else dp_group, dp)
+                    dp_allreduce_grads(params, tp_group if (culprit and fault == "wrong-group") else dp_group, dp,
+                                       torch.float64 if (culprit and fault == "dp-dtype") else torch.float32)
                 opt.step()
                 log.info("rank %d step %d act-norm %.4f", rank, step, h.detach().norm().item())
             time.sleep(0.2)  # pretend the step takes a while

@@ -1811,6 +1811,22 @@ def _pg2d_case(fault: str, layout: str, cs: tuple, s: int, tee: bool) -> Case:
                 "traceback; the peers in its TP / DP groups lose the connection or time out.")
         ev = [r"exitcode  : -11 \(pid: \d+\)  \(SIGSEGV\)",
               rf"\[rank{_ranks(o)}\]: RuntimeError: .*({PEER_LOST}|Timed out waiting)"]
+    elif fault == "abort":
+        cls, hint = "peer-rank-crashed", "worker-fatal-abort"
+        desc = (head + f"{who}'s native data-loading extension fail{'' if len(cs) > 1 else 's'} an internal check "
+                f"at step {s} and call{'' if len(cs) > 1 else 's'} abort() before the step's collectives: SIGABRT, "
+                "no Python traceback; the peers in its TP / DP groups lose the connection or time out.")
+        ev = [r"exitcode  : -6 \(pid: \d+\)  \(SIGABRT\)",
+              rf"\[rank{_ranks(o)}\]: RuntimeError: .*({PEER_LOST}|Timed out waiting)"]
+    elif fault == "dp-dtype":
+        cls, hint = "collective-desync", "collective-dtype-mismatch"
+        g = pg2d_layout(layout, c)
+        desc = (head + f"At step {s} {who} all-reduces its flattened gradients in float64 in its DP group "
+                f"{g['dp']} (a config read as fp64 gradient reduction on that rank only) while its DP peers "
+                "reduce float32: twice the bytes, so gloo's size check fails or the peers wait.")
+        ev = [r"(op\.preamble\.length <= op\.nbytes.*collective mismatch|"
+              rf"\[rank\d\]: RuntimeError: .*({PEER_LOST}|Timed out waiting))",
+              r"failed \(exitcode: -?\d+\) local_rank: \d"]
     elif fault == "early-return":
         cls, hint = "collective-desync", "uneven-inputs-early-exit"
         desc = (head + f"At step {s} {who}'s data iterator runs dry (its shard is shorter than its peers'): it logs "
@@ -1986,7 +2002,21 @@ MATRIX_PG2D_FRESH5 = [
     ("segv", "tp2dp4", (3,), 1, True),
     ("none", "tp4dp2", (), 0, True),
 ]
-PG2D_FRESH_DRAWS = {1: MATRIX_PG2D_FRESH, 2: MATRIX_PG2D_FRESH2, 3: MATRIX_PG2D_FRESH3, 4: MATRIX_PG2D_FRESH4, 5: MATRIX_PG2D_FRESH5}
+# A seventh draw, written down on 2026-12-07 (thirty-first session) while set ET was being collected
+# and committed before it ran: two fault kinds pg2d.py never injected (a native abort(), a rank that
+# all-reduces its DP gradients in float64) at two layouts each, and known kinds at new places (an
+# early return of stage 0, the wrong group in the pipeline layout, a skipped DP all_reduce at step 5).
+MATRIX_PG2D_FRESH6 = [
+    ("abort", "tp2dp4", (4,), 3, True),
+    ("abort", "pp2tp2dp2", (2,), 2, False),
+    ("dp-dtype", "tp2dp4", (1,), 2, True),
+    ("dp-dtype", "tp4dp2", (6,), 3, False),
+    ("early-return", "pp2tp2dp2", (1,), 3, True),
+    ("wrong-group", "pp2tp2dp2", (6,), 2, True),
+    ("skip-dp", "tp2dp4", (2,), 5, False),
+    ("none", "tp2dp4", (), 0, False),
+]
+PG2D_FRESH_DRAWS = {1: MATRIX_PG2D_FRESH, 2: MATRIX_PG2D_FRESH2, 3: MATRIX_PG2D_FRESH3, 4: MATRIX_PG2D_FRESH4, 5: MATRIX_PG2D_FRESH5, 6: MATRIX_PG2D_FRESH6}
 
 
 def pg2d_cases(spec: list | None = None) -> dict[str, Case]:
@@ -2345,7 +2375,7 @@ def main(argv=None) -> int:
     ap.add_argument("--matrix", action="store_true", help="run the fault matrix instead of the single cases")
     ap.add_argument("--fresh", nargs="?", type=int, const=1, default=None, choices=sorted(FRESH_DRAWS),
                     help="with --matrix: a held-out draw instead (1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5); with "
-                    "--matrix-pg2d: MATRIX_PG2D_FRESH (1), MATRIX_PG2D_FRESH2 (2), MATRIX_PG2D_FRESH3 (3), MATRIX_PG2D_FRESH4 (4), MATRIX_PG2D_FRESH5 (5); needs --out")
+                    "--matrix-pg2d: MATRIX_PG2D_FRESH (1), MATRIX_PG2D_FRESH2 (2), MATRIX_PG2D_FRESH3 (3), MATRIX_PG2D_FRESH4 (4), MATRIX_PG2D_FRESH5 (5), MATRIX_PG2D_FRESH6 (6); needs --out")
     ap.add_argument("--matrix-pg2d", action="store_true",
                     help="the 8-rank TP x DP (x PP) process-group matrix (MATRIX_PG2D_SPEC, lab/pg2d.py); "
                     "held out, needs --out")
