@@ -95,7 +95,7 @@ lab-matrix: $(LAB_STAMP)
 	$(PY) lab/run.py --matrix
 
 ## lab-pg2d: the held-out 8-rank TP x DP (x PP) process-group matrix with py-spy stacks (make lab-pg2d OUT=/work/labpg2d;
-## FRESH=1 to 5 for a held-out draw)
+## FRESH=1 to 6 for a held-out draw)
 .PHONY: lab-pg2d
 lab-pg2d: $(LAB_STAMP)
 	@test -n "$(OUT)" || { echo "usage: make lab-pg2d OUT=<a folder outside tests/>"; exit 2; }
