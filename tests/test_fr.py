@@ -221,11 +221,15 @@ def test_gloo_dumps_with_a_dead_rank_give_one_root_finding():
     check, leaving no dump (lab-pg2d-fresh2). gloo's pg_config is empty, so the dumps alone must
     tell that rank 6 is missing (a gap in 0..7) and a member of dp0 (the DP groups are a
     partition of one size, dp0 has one rank short), and that the TP groups whose ranks 0, 2, 4
-    never issued their next collective only wait behind dp0, where those ranks' last record is."""
+    never issued their next collective only wait behind dp0, where those ranks' last record is.
+    rank 7's TP group (tp3) is stuck on rank 6 too (lab-pg2d-fresh6 taught that reading)."""
     run = Path(__file__).parent / "scenarios" / "lab-pg2d-fresh2" / "extra-tp-tp2dp4-r6-s3-notee" / "fr"
     dumps, _ = load_dumps([str(run)])
     report = analyze(dumps)
     assert report.ranks_missing == [6] and report.gap_missing == [6]
     roots = [f for f in report.findings if not f.collateral and f.kind != "missing-ranks"]
-    assert [(f.kind, f.process_group.partition(":")[2], f.root_ranks) for f in roots] == [("stuck", "dp0", [6])]
+    # dp0, where ranks 0, 2, 4 wait, and tp3, whose other member (rank 7) did nothing after the
+    # TP all_reduce rank 6 never joined: both stuck on rank 6 alone (one root, printed as one)
+    assert sorted((f.kind, f.process_group.partition(":")[2], f.root_ranks) for f in roots) == [
+        ("stuck", "dp0", [6]), ("stuck", "tp3", [6])]
     assert {f.process_group.partition(":")[2] for f in report.findings if f.collateral} == {"tp0", "tp1", "tp2"}

@@ -428,7 +428,7 @@ def _claim(h: Hypothesis, cx: Context, lines: EntryLines) -> dict[str, float]:
     desync_entries = cx.desync_entries
     f["claim_reporter_only"] = float(
         h.entry.id in desync_entries  # (then every cause line is a desync entry's)
-        and all(r in cx.failed and same_block(cx.failed[r], causes) for r in ranks)
+        and all(r in cx.failed and same_block(cx.failed[r], causes, table.rows[r].failures) for r in ranks)
         and not f.get("claim_minority") and not f.get("claim_named")
         # a line that names the rank in its own words ("rank 1 issued ...") is a verdict about
         # that rank, not the printing rank's report of what reached it

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
@@ -1021,13 +1022,25 @@ def peer_report(kb: KnowledgeBase, failures: list[Event]) -> Event | None:
     when it and the abort block around it are all of ``failures`` (one rank's, or those no rank
     could be given): those lines say what reached the process, not that it strayed."""
     reports = [f for f in failures if about_peer(kb, f)]
-    return reports[0] if reports and all(same_block(f, reports) for f in failures) else None
+    return reports[0] if reports and all(same_block(f, reports, failures) for f in failures) else None
 
 
-def same_block(first: Event, lines: list[Event]) -> bool:
+def same_block(first: Event, lines: list[Event], failures: Sequence[Event] = ()) -> bool:
     """The line is one of ``lines`` of its rank, or in the abort / traceback block they are
-    in ("terminate called ..." just above its "what(): ..." line)."""
-    return any(e.rank == first.rank and e.source == first.source and abs(e.line - first.line) <= 3 for e in lines)
+    in ("terminate called ..." just above its "what(): ..." line). In a console where several
+    ranks print at once the block's lines lie apart: given the rank's ``failures``, a line of
+    ``lines`` is in the block too when no failure line of that rank (in that source) lies
+    between the two, within a screen (40 lines)."""
+    for e in lines:
+        if e.rank != first.rank or e.source != first.source:
+            continue
+        lo, hi = sorted((first.line, e.line))
+        if hi - lo <= 3:
+            return True
+        if hi - lo <= 40 and failures and not any(
+                f.rank == first.rank and f.source == first.source and lo < f.line < hi for f in failures):
+            return True
+    return False
 
 
 def primary_failure(rw: RankRow) -> Event | None:

@@ -289,6 +289,8 @@ class _Job:
         self.trusted = {d.rank for d in dumps if not d.summary.tracks or _status_keys_match(d)}
         self.idle = {d.rank for d in dumps if not d.summary.tracks}
         self.status_keys = {d.rank: {str(k) for k in d.pg_status} for d in dumps}
+        self.missing: set[int] = set()  # ranks without a dump (analyze fills these two in)
+        self.last_rid: dict[int, int] = {}  # each rank's last record id in any group
 
     def place_missing(self, pgs: list[str], groups: dict[str, "_Group"], missing: list[int]) -> None:
         """Put ranks without a dump into the groups they must belong to, where no pg_config
@@ -421,6 +423,11 @@ def analyze(dumps: list[Dump]) -> FRReport:
     report.notes.extend(_wrapped_notes(dumps))
     groups = {pg: _Group(pg, dumps) for pg in pgs}
     job.place_missing(pgs, groups, missing)
+    job.missing = set(missing)
+    for g in groups.values():
+        for r, t in g.tracks.items():
+            if len(t.seqs):
+                job.last_rid[r] = max(job.last_rid.get(r, -1), max(t.rids))
     for pg in pgs:
         _analyze_pg(pg, groups[pg], job, report)
 
@@ -510,6 +517,15 @@ def _analyze_pg(pg: str, group: _Group, job: _Job, report: FRReport) -> None:
         return
     lagging = sorted(r for r, v in enq.items() if v < top)
     waiting = sorted(r for r, v in enq.items() if v == top and comp.get(r, -1) < top)
+    absent = (members - set(enq)) & job.missing
+    if not lagging and not waiting and absent and all(
+            (i := group.position(r, top)) is not None and group.tracks[r].rids[i] == job.last_rid.get(r)
+            for r in enq):
+        # a member left no dump, and every member that dumped did nothing after this group's
+        # last collective: gloo retires a collective that failed because a member died (the
+        # survivors' copies read done), so the group never finished it; it stopped here,
+        # waiting for the member without a dump
+        waiting = sorted(enq)
     if waiting and len(waiting) == len(enq) and members <= set(enq) and all(
             group.done(r, top) for r in waiting):
         # every member dumped, issued collective `top` and holds its record retired (the work
