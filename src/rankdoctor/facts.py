@@ -182,16 +182,23 @@ FACTS: dict[str, str] = {
     # DeepSpeed's launcher per worker ("Process 23917 exits successfully.", deepspeed/launcher/
     # launch.py), Hugging Face Trainer's closing metrics ("{'train_runtime': 601.9411,
     # 'train_samples_per_second': ...") and Lightning's fit loop ("`Trainer.fit` stopped:
-    # `max_epochs=10` reached."). What peers print after it about a peer that left is teardown
+    # `max_epochs=10` reached."), and SageMaker's training toolkit when the entry point exited 0
+    # ("sagemaker-training-toolkit INFO     Reporting training SUCCESS"; "sagemaker-containers" in
+    # its older releases), and MLPerf's logging of a run that reached its target (":::MLLOG {...
+    # "key": "run_stop", ... "status": "success"}", mlperf_logging's run_stop event). What peers
+    # print after it about a peer that left is teardown
     # (diagnose/ranktable.py _teardown).
     "run-done": r"\bworker group successfully finished\.|Local worker group finished \(WorkerState\.SUCCEEDED\)|"
                 r"\[\w+\] All workers successfully finished\.|"
+                r"\bsagemaker-(?:training-toolkit|containers) INFO\s+Reporting training SUCCESS\b|"
+                r":::MLLOG \{.*\"key\": \"run_stop\".*\"status\": \"success\"|"
                 r"\bProcess \d+ exits successfully\.|\{'train_runtime': [\d.]+, 'train_samples_per_second': |"
                 r"`Trainer\.fit` stopped: `max_(?:epochs|steps)=\S+` reached\.",
     # NCCL's own report that the program is tearing a communicator down (misc/socket.cc's
     # "socketProgressOpt: abort called", printed as ncclCommAbort / destroy closes its sockets):
     # what the communication layer prints after it, when nothing failed before, is teardown
-    # (diagnose/ranktable.py _teardown)
+    # (diagnose/ranktable.py _teardown). Not its "comm ... - Abort COMPLETE" record: a watchdog
+    # aborts a communicator the same way after a failure, so alone it says nothing of the end
     "comm-teardown": r"\bsocketProgressOpt: abort called\b",
     # c10d's wait for a key of the default group's gloo addresses, which ends in the global rank
     # that should have published it (TCPStore: "wait timeout after 10000ms, keys:

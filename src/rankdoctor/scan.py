@@ -88,11 +88,38 @@ def to_hs(regex: str) -> bytes:
     longest top-level literal on is kept (see ``prefilter``)."""
     rx = _NAMED.sub("(?:", regex)
     rx = _BACKREF.sub(".*", rx)
+    rx = _cr_before_end(rx)
     if rx.startswith("^"):
         rx = rx[1:]
         while rx.startswith(("\\s*", "\\s+", " *", " +")):
             rx = rx[3:] if rx[2] in "*+" else rx[2:]
     return prefilter(rx).encode("utf-8")
+
+
+def _cr_before_end(rx: str) -> str:
+    """``$`` (outside a character class) as ``\\r?$``: hyperscan's multi-line ``$`` holds only
+    before a newline, so in a file with Windows line ends (CRLF) a pattern that ends its line
+    ("train.py FAILED[ \\t]*$") would miss the line the scanner's check (which reads the line
+    without its carriage return) accepts."""
+    out: list[str] = []
+    i, n, in_class = 0, len(rx), False
+    while i < n:
+        c = rx[i]
+        if c == "\\":
+            out.append(rx[i:i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]" or (out and out[-1] == "[")
+        elif c == "[":
+            in_class = True
+        elif c == "$":
+            out.append("\\r?$")
+            i += 1
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 
 _QUANT = re.compile(r"(?:[*+?]|\{\d*(?:,\d*)?\})[?+]?")
@@ -612,6 +639,14 @@ class Scanner:
         # the last line of work with a step counter, when a later line of work has none
         # ("rank 1 finished"): how far each rank got
         result.tails.extend(ln.fact(name) for k, ln in counted.items() if ln is not active.get(k))
+        # where each rank's last three steps began (ranktable._outlived: a job that went on
+        # stepping after a rank died had re-formed without it)
+        for lns in work.values():
+            if (run := _last_steps(lns, is_counted)) is not None:
+                ln, first, last = run
+                a = ln.attr
+                result.tails.append(Fact("steps-run", name, ln.line, ln.text[:MAX_TEXT], a.rank, a.local_rank, a.host,
+                                         a.time, a.ts, {"first": str(first), "last": str(last)}))
 
     def _scan_chunk(
         self,
@@ -831,6 +866,33 @@ class _TailLine:
     def fact(self, source: str) -> Fact:
         a = self.attr
         return Fact("activity", source, self.line, self.text[:MAX_TEXT], a.rank, a.local_rank, a.host, a.time, a.ts, {})
+
+
+_STEPS_RUN = 3  # distinct step counters, each above the one before, that make a run of steps
+
+
+def _last_steps(lines: list[_TailLine], counted: Callable[[_TailLine], bool]) -> tuple[_TailLine, int, int] | None:
+    """A rank's last ``_STEPS_RUN`` steps: the line where the first of its last three distinct
+    step counters first appears, when the counters rise from there to its last step line (no
+    counter goes back), with that counter and the last. None with fewer."""
+    values: list[int] = []  # distinct counters, from the last step line back
+    start: _TailLine | None = None
+    for ln in reversed(lines):
+        if not counted(ln):
+            continue
+        v = progress_of(ln.message)
+        if v is None:
+            continue
+        if values and v > values[-1]:
+            break  # the counter went back: an earlier run
+        if not values or v < values[-1]:
+            if len(values) == _STEPS_RUN:
+                break
+            values.append(v)
+        start = ln
+    if len(values) < _STEPS_RUN or start is None:
+        return None
+    return start, values[-1], values[0]
 
 
 def _last_passing(lines: dict[tuple, list[_TailLine]], passes: Callable[[_TailLine], bool]) -> dict[tuple, _TailLine]:

@@ -30,6 +30,7 @@ FATAL = "fatal"  # a C++ exception that ended the process: "terminate called ...
 TAIL = "tail"  # a rank's last timestamped line
 ACTIVITY = "activity"  # a rank's last line that reports work, not trouble
 CADENCE = "cadence"  # a source's last line with a step counter, and how often such lines came (captures "interval")
+STEPS = "steps"  # where a rank's last three steps began in a source (captures "first", "last": the counters)
 WARNED = "nccl-warn"  # a NCCL WARN line no entry but the generic one names: an unknown NCCL failure
 
 _FACT_ROLES = {"py-exception": TRACE, "py-uncaught": TRACE, "py-escaped": TRACE, "py-traceback": TRACE, "cpp-terminate": FATAL, "cpp-what": FATAL,
@@ -323,6 +324,10 @@ def _fact_events(kb: KnowledgeBase, scan: ScanResult) -> list[Event]:
             if (f.source, f.line) not in taken:
                 out.append(Event("", "end-error-line", FATAL, f.source, f.line, f.text, f.rank, f.local_rank, f.host,
                                  None, None, f.time, f.ts, {}))
+            continue
+        if f.fact == "steps-run":  # where a rank's last steps began (ranktable._outlived)
+            out.append(Event("", "steps-run", STEPS, f.source, f.line, f.text, f.rank, f.local_rank, f.host,
+                             None, None, f.time, f.ts, dict(f.captures)))
             continue
         if f.fact == "cadence":  # how often the source reported a step near its end (ranktable._stopped_working)
             out.append(Event("", "step-cadence", CADENCE, f.source, f.line, f.text, None, None, f.host,

@@ -189,7 +189,9 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, 
     warnings += ras_notes(w.att.ras, w.failed)
     # (the lines of a stop on purpose have a note of their own, below)
     warnings += handled_notes({k: v for k, v in w.table.handled.items() if k not in w.table.stopped_lines},
-                              w.table.got_past, w.table.teardown, w.table.recovered, w.table.worked_past)
+                              w.table.got_past, w.table.teardown, w.table.recovered, w.table.worked_past,
+                              w.table.warned_done)
+    warnings += outlived_notes(w.table)
     warnings += streak_notes(w.att.events)
     if w.table.stopped_working is not None:
         stop, step, gap, interval = w.table.stopped_working
@@ -211,8 +213,24 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, 
     return Diagnosis(verdict, findings, count, seen, inputs, warnings, table=w.table, weighing=w)
 
 
+def outlived_notes(table: RankTable) -> list[str]:
+    """One note per rank the job went on without (``RankTable.outlived``)."""
+    notes = []
+    for r, step in sorted(table.outlived.items()):
+        rec = table.rows[r].exit
+        how = f"exited with code {rec.exitcode}" if rec is not None and rec.exitcode else "failed"
+        where = f"{rec.source}:{rec.line}" if rec is not None else step.source
+        first, last = step.captures.get("first"), step.captures.get("last")
+        notes.append(f"{where}: rank {r} {how}, and the job went on without it: rank {step.rank} reported steps "
+                     f"{first} to {last} after it ({step.source}:{step.line}), which ranks that train together cannot do "
+                     "without a dead peer: read as a worker the job re-formed without (an elastic scale-in, a "
+                     "restarted group), not as the job's failure")
+    return notes
+
+
 def handled_notes(handled: dict[tuple[str, int], Event], got_past: set = frozenset(),
-                  teardown: set = frozenset(), recovered: set = frozenset(), worked_past: set = frozenset()) -> list[str]:
+                  teardown: set = frozenset(), recovered: set = frozenset(), worked_past: set = frozenset(),
+                  warned_done: set = frozenset()) -> list[str]:
     """One note per failure the program got past (a logged exception, a warning or error
     record), at its first place, with how many more lines (copies in other files, other
     ranks) say the same. ``got_past``: the places whose rank went on to later steps while
@@ -241,6 +259,8 @@ def handled_notes(handled: dict[tuple[str, int], Event], got_past: set = frozens
                 else f"an error record the program went on from ({what})")
         why = ("its rank went on to later steps after it, and another rank failed after it, so it is not read as where "
                "the failure started" if (source, line) in got_past else
+               "the launcher said every worker exited 0 after it, so the program went on from it to a normal end"
+               if (source, line) in warned_done else
                "its rank went on to later steps after it and ended cleanly while other ranks waited, so it did not die of "
                "it: what they waited for is read elsewhere" if (source, line) in worked_past else
                "every rank went on working after it and none died or waited, so it is not read as a failure")
@@ -285,7 +305,7 @@ def _shows_failure(att: Attributed, table: RankTable, fr: "FRReport | None") -> 
     # a launcher's report that a worker failed, when the paste stops before saying whose
     # (torchrun's "train.py FAILED" block or its ChildFailedError, spawn's exceptions) or
     # names no rank ("exits with return code = 1"): the run failed, how is not shown
-    if att.summary.failed_reported or any(r.exitcode for r in att.summary.records):
+    if att.summary.failed_reported or any(r.exitcode and r.rank not in table.outlived for r in att.summary.records):
         return True
     if any(e.signature == "python-exception" and LAUNCHER_FAILED.search(e.captures.get("value", "")) for e in att.events):
         return True

@@ -67,6 +67,7 @@ FEATURES: dict[str, str] = {
     # the claimed rank(s)
     "claim": "the hypothesis names where it started",
     "claim_set": "it names more than one rank (several started it together)",
+    "claim_job_share": "the share of the job's known ranks that a claim of two or more ranks names (a claim of nearly every rank says where nothing started)",
     "claim_entry_here": "the entry's lines fired on the claimed rank",
     "claim_entry_only_here": "the entry's cause fired on the claimed rank(s) and on no other",
     "claim_entry_first": "the entry's line is the claimed rank's first own failure (a chained error later does not count)",
@@ -128,6 +129,7 @@ FEATURES: dict[str, str] = {
     "norank_unranked": "none of the entry's lines can be given a rank",
     "norank_unexplained_failure": "some rank failed by itself with a line that is not this entry's (the answer leaves it unexplained)",
     "norank_first_known": "the entry's cause fired on two or more ranks and the timestamps show one of them first",
+    "norank_failed_share": "the share of the job's known ranks that failed by themselves (an exception, an abort, a death of their own), when two or more did: failing everywhere at once is the job's failure, not one rank's",
     "norank_same_failure": "an answer from failure lines (not from symptoms alone) when two or more ranks failed by themselves, every one of them with the same exception, word for word (the program fails the same way everywhere)",
     "norank_numeric_first": "a rank printed NaN/inf/overflow before any other rank (so a rank could be named)",
     "norank_most_named": "the ranks report the entry's mismatch and most of them name one rank as the one that differs (so a rank could be named)",
@@ -340,6 +342,9 @@ def featurize(h: Hypothesis, cx: Context) -> dict[str, float]:
         f["norank_unranked"] = float(bool(evs) and lines.unranked)
         f["norank_unexplained_failure"] = float(any(ev.where not in lines.cause_places for ev in cx.failed.values()))
         f["norank_first_known"] = float(len(cause_ranks) >= 2 and lines.first_by_time is not None)
+        failing = set(cx.failed) | {r for r, rw in cx.table.rows.items() if rw.end == End.own_death}
+        known = cx.table.expected | set(cx.table.rows)
+        f["norank_failed_share"] = len(failing) / len(known) if len(failing) >= 2 and known else 0.0
         texts = set(cx.failure_text.values())
         f["norank_same_failure"] = float(h.kind in (Kind.own, Kind.generic) and len(cx.failed) >= 2 and len(texts) == 1
                                          and len(cx.failure_text) == len(cx.failed))
@@ -356,6 +361,8 @@ def _claim(h: Hypothesis, cx: Context, lines: EntryLines) -> dict[str, float]:
     others = (table.expected | set(table.rows)) - ranks
     explains = {x.value for x in h.entry.explains}
     f: dict[str, float] = {"claim": 1.0, "claim_set": float(len(ranks) > 1)}
+    known = table.expected | set(table.rows)
+    f["claim_job_share"] = len(ranks) / len(known) if len(ranks) > 1 and known else 0.0
     f["claim_entry_here"] = float(ranks <= lines.ranks_with_lines)
     cause_ranks = lines.cause_ranks
     f["claim_entry_only_here"] = float(bool(cause_ranks) and cause_ranks <= ranks)

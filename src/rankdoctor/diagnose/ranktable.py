@@ -21,7 +21,7 @@ from ..events import Event
 from ..ingest.prefix import parse_prefix, progress_of
 from ..kb.loader import KnowledgeBase
 from ..trajectory import reported_loss
-from .attribution import ACTIVITY, CADENCE, FATAL, TAIL, TRACE, WARNED, Attributed
+from .attribution import ACTIVITY, CADENCE, FATAL, STEPS, TAIL, TRACE, WARNED, Attributed
 from .collectives import CollectiveFinding, Report, analyse, collect_reports, minority
 from .common import said
 from .launcher import ExitRecord
@@ -147,6 +147,13 @@ class RankTable:
     # (their places) non-finite losses after which their rank reported finite ones again
     # (``_recovered_numeric``): a bad step the program got past
     recovered: set = field(default_factory=set)
+    # ranks that failed or died while the job went on without them: another rank reported
+    # three more steps after it, and nothing else failed or waited (``_outlived``; an elastic
+    # job that re-formed without a worker), each with that rank's first step line after it
+    outlived: dict = field(default_factory=dict)
+    # (their places) warnings printed before a launcher said every worker exited 0
+    # (``_warned_before_success``)
+    warned_done: set = field(default_factory=set)
     # (their places) log records after which their rank worked on and ended cleanly while other
     # ranks waited (``_worked_past``)
     worked_past: set = field(default_factory=set)
@@ -363,9 +370,10 @@ def _teardown(kb: KnowledgeBase, events: list[Event], summary) -> dict[tuple[str
 
 _NCCL_INFO = re.compile(r"\bNCCL INFO\b")
 # the launchers' records that every worker of the node exited 0 (facts "run-done" of torchelastic's
-# agent and DeepSpeed's launcher, not a trainer's closing summary, which rank 0 prints before the
-# others are done)
-_LAUNCHER_DONE = re.compile(r"worker group successfully finished|WorkerState\.SUCCEEDED|All workers successfully finished|exits successfully")
+# agent, DeepSpeed's launcher and SageMaker's training toolkit, not a trainer's closing summary,
+# which rank 0 prints before the others are done)
+_LAUNCHER_DONE = re.compile(r"worker group successfully finished|WorkerState\.SUCCEEDED|All workers successfully finished|exits successfully|"
+                            r"Reporting training SUCCESS")
 _TEARDOWN_SPAN = 20  # lines above such a record that the workers' exit printed
 # NCCL prints the errors it returns at WARN level ("NCCL WARN Net : Connection closed by remote
 # peer" in a collective); its own teardown ("[Service thread] Connection closed by localRank 1")
@@ -488,11 +496,22 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
     # and no rank died or waited: a bad step the program skipped, not a divergence
     recovered = _recovered_numeric(kb, rows, counted)
     handled.update(recovered)
+    # warnings the program printed before its launcher said every worker exited 0: it went on
+    # from them to a normal end
+    warned_done = _warned_before_success(kb, rows, unranked, att.summary, handled)
+    handled.update(warned_done)
     handled.update(teardown)
     if handled:
         for rw in rows.values():
             rw.failures = [f for f in rw.failures if f.where not in handled]
         unranked = [f for f in unranked if f.where not in handled]
+    # a rank that died while the others went on stepping without it (an elastic job that
+    # re-formed its group): the job outlived it
+    outlived = _outlived(events, rows, unranked, att.summary)
+    for r in outlived:
+        handled.update({f.where: f for f in rows[r].failures})
+        rows[r].failures = []
+        rows[r].end = End.clean
     # the job stopped from outside while it was still making steps (a person's Ctrl-C, a
     # scheduler's preemption): no hang to read, and the stop's lines are no failure
     stopped = _stopped_working(kb, events, rows, unranked)
@@ -593,6 +612,7 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
                      stopped_working=stopped, stopped_lines=set(stopped_lines),
                      handled=handled, got_past=set(got_past), teardown=set(teardown),
                      recovered=set(recovered), worked_past=set(worked_past), level=_level_with_waiters(rows),
+                     outlived=outlived, warned_done=set(warned_done),
                      **_blocked_apart(rows, expected or set(rows)))
 
 
@@ -747,6 +767,70 @@ def _handled(kb: KnowledgeBase, rows: dict[int, RankRow], unranked: list[Event])
         if t is not None and all(_worked_after(f, t, rw.last_active, same_second=True) for rw in rows.values()) \
                 and any(_worked_after(f, t, rw.last_active) for rw in rows.values()):
             out.setdefault(f.where, f)
+    return out
+
+
+def _warned_before_success(kb: KnowledgeBase, rows: dict[int, RankRow], unranked: list[Event], summary,
+                           handled: dict[tuple[str, int], Event]) -> dict[tuple[str, int], Event]:
+    """Failure lines printed as warnings (``_reported`` "W": the program said it carries on),
+    above a launcher's record that every worker exited 0 (``_LAUNCHER_DONE``: torchelastic's
+    "Local worker group finished (WorkerState.SUCCEEDED)", DeepSpeed's "exits successfully",
+    SageMaker's "Reporting training SUCCESS") in the same file, or before it by the clock,
+    when nothing else failed: no failed exit record, no failure summary, no rank that died,
+    waited or failed with a line that is not such a warning. The program went on from the
+    warnings to a normal end (FSDP's "Failed to clone() tensor ... out of memory" while saving a
+    state dict it then wrote)."""
+    if summary.failed_reported or any(r.exitcode for r in summary.records):
+        return {}
+    succeeded = [d for d in summary.done if _LAUNCHER_DONE.search(d.text)]
+    if not succeeded or any(rw.end not in (End.clean, End.unknown) or rw.waits for rw in rows.values()):
+        return {}
+    failures = [f for rw in rows.values() for f in rw.failures if f.where not in handled] + \
+        [f for f in unranked if f.where not in handled]
+    if not failures or any(_reported(kb, f) != "W" for f in failures):
+        return {}
+
+    def before_success(f: Event) -> bool:
+        return any((d.source == f.source and d.line > f.line) or (d.ts is not None and f.ts is not None and f.ts < d.ts)
+                   for d in succeeded)
+
+    if not all(before_success(f) for f in failures):
+        return {}
+    return {f.where: f for f in failures}
+
+
+def _outlived(events: list[Event], rows: dict[int, RankRow], unranked: list[Event], summary) -> dict[int, Event]:
+    """The ranks that died by themselves while the job went on without them: in the
+    file that holds every line of the rank's failure (its failure lines and the launcher's
+    record of its exit), another rank's last three steps (``steps-run``, three rising step
+    counters) all come after those lines, with their own time after the failure's where both
+    have one. Ranks that train together cannot step on without a dead peer (a collective
+    needs every member), so the job re-formed without it (Horovod elastic's scale-in, a
+    restarted worker group). Only when nothing else went wrong: no rank waited or lost a
+    peer, no failure no rank owns, no failure summary of a launcher, no failure of the
+    stepping rank, and the others' failures are outlived too. Returns each such rank with the
+    first line of the steps that outlived it."""
+    if unranked or summary.failed_reported or any(rw.waits or rw.lost_peer for rw in rows.values()):
+        return {}
+    failing = {r: rw for r, rw in rows.items() if rw.failures or rw.end in (End.own_death, End.died_waiting)}
+    if not failing or len(failing) == len(rows) or any(rw.end != End.own_death for rw in failing.values()):
+        return {}  # (a rank that failed but did not die, a NaN loss, steps on with its peers)
+    runs = [e for e in events if e.role == STEPS and e.rank is not None and e.rank not in failing]
+    out: dict[int, Event] = {}
+    for r, rw in failing.items():
+        lines = list(rw.failures)
+        places = [(f.source, f.line, f.ts) for f in lines]
+        if rw.exit is not None:
+            places.append((rw.exit.source, rw.exit.line, None))
+        if not places or len({p[0] for p in places}) != 1:
+            return {}
+        source = places[0][0]
+        last_line = max(p[1] for p in places)
+        ts = max((p[2] for p in places if p[2] is not None), default=None)
+        after = [e for e in runs if e.source == source and e.line > last_line and (ts is None or e.ts is None or e.ts > ts)]
+        if not after:
+            return {}
+        out[r] = min(after, key=lambda e: e.line)
     return out
 
 

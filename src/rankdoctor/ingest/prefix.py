@@ -156,10 +156,12 @@ def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, 
         m = _P_SPACE.match(text, pos)
         if m and pos > 0:
             pos = m.end()
-        elif m and (_P_ISO.match(text, m.end()) or _P_RANK.match(text, m.end())):
-            # a pasted line indented before its timestamp (" 2025-02-18 12:54 [rank13]:...") or
-            # its rank ("    [rank0]: Traceback ...": a log pasted as an indented Markdown code
-            # block); other indented lines (traceback frames) keep their indentation
+        elif m and (_P_ISO.match(text, m.end()) or _P_RANK.match(text, m.end())
+                    or (text[m.end():m.end() + 3] in _WEEKDAYS and _P_CTIME.match(text, m.end()))):
+            # a pasted line indented before its timestamp (" 2025-02-18 12:54 [rank13]:...",
+            # "    Tue Sep  8 09:24:20 2020[0]<stdout>:...") or its rank ("    [rank0]: Traceback
+            # ...": a log pasted as an indented Markdown code block); other indented lines
+            # (traceback frames) keep their indentation
             pos = m.end()
         if pos == 0 and text.startswith("^C"):  # a terminal's echo of Ctrl-C glued to the next line
             pos = 2
