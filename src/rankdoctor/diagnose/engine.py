@@ -259,7 +259,8 @@ def handled_notes(handled: dict[tuple[str, int], Event], got_past: set = frozens
                 else f"an error record the program went on from ({what})")
         why = ("its rank went on to later steps after it, and another rank failed after it, so it is not read as where "
                "the failure started" if (source, line) in got_past else
-               "the launcher said every worker exited 0 after it, so the program went on from it to a normal end"
+               "the job said its work ended normally after it (a launcher's record that every worker exited 0, a "
+               "trainer's closing record), so the program went on from it to a normal end"
                if (source, line) in warned_done else
                "its rank went on to later steps after it and ended cleanly while other ranks waited, so it did not die of "
                "it: what they waited for is read elsewhere" if (source, line) in worked_past else

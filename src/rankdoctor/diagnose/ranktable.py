@@ -773,16 +773,17 @@ def _handled(kb: KnowledgeBase, rows: dict[int, RankRow], unranked: list[Event])
 def _warned_before_success(kb: KnowledgeBase, rows: dict[int, RankRow], unranked: list[Event], summary,
                            handled: dict[tuple[str, int], Event]) -> dict[tuple[str, int], Event]:
     """Failure lines printed as warnings (``_reported`` "W": the program said it carries on),
-    above a launcher's record that every worker exited 0 (``_LAUNCHER_DONE``: torchelastic's
-    "Local worker group finished (WorkerState.SUCCEEDED)", DeepSpeed's "exits successfully",
-    SageMaker's "Reporting training SUCCESS") in the same file, or before it by the clock,
-    when nothing else failed: no failed exit record, no failure summary, no rank that died,
-    waited or failed with a line that is not such a warning. The program went on from the
+    above the job's word that its work ended normally (fact "run-done": a launcher's record that
+    every worker exited 0, torchelastic's "Local worker group finished (WorkerState.SUCCEEDED)",
+    DeepSpeed's "exits successfully", SageMaker's "Reporting training SUCCESS", or a trainer's
+    closing record, MLPerf's run_stop with status success) in the same file, or before it by the
+    clock, when nothing else failed: no failed exit record, no failure summary, no rank that
+    died, waited or failed with a line that is not such a warning. The program went on from the
     warnings to a normal end (FSDP's "Failed to clone() tensor ... out of memory" while saving a
-    state dict it then wrote)."""
+    state dict it then wrote; NCCL's warning that SHARP could not start, before it fell back)."""
     if summary.failed_reported or any(r.exitcode for r in summary.records):
         return {}
-    succeeded = [d for d in summary.done if _LAUNCHER_DONE.search(d.text)]
+    succeeded = [d for d in summary.done if d.fact == "run-done"]
     if not succeeded or any(rw.end not in (End.clean, End.unknown) or rw.waits for rw in rows.values()):
         return {}
     failures = [f for rw in rows.values() for f in rw.failures if f.where not in handled] + \
