@@ -1700,6 +1700,13 @@ def _pg2d_where(layout, c) -> str:
 _PG2D_STAGE = {"extra-tp": 1, "extra-dp": 1, "same-shape": 1, "p2p-shape": 1, "p2p-order": 0}
 
 
+# what a run shows when a rank's odd collective meets its peers' in one group: gloo's size check
+# fails on one side, or a rank loses its peer or times out, and the launcher records the exits
+_SIZE_CHECK_EV = (r"(op\.preamble\.length <= op\.nbytes.*collective mismatch|"
+                  rf"\[rank\d\]: RuntimeError: .*({PEER_LOST}|Timed out waiting))",
+                  r"failed \(exitcode: -?\d+\) local_rank: \d")
+
+
 def _pg2d_case(fault: str, layout: str, cs: tuple, s: int, tee: bool) -> Case:
     stage = _PG2D_STAGE.get(fault)
     if layout.startswith("pp") and stage is not None and any(r // 4 != stage for r in cs):
@@ -1801,22 +1808,17 @@ def _pg2d_case(fault: str, layout: str, cs: tuple, s: int, tee: bool) -> Case:
             desc = (head + f"At step {s} {who} issues one extra scalar all_reduce in its {gname} group {grp} "
                     f"(a loss average for logging) that rank(s) {_words(peers)} never issue: gloo pairs it "
                     f"with their next all_reduce in that group (a larger op) and the size check fails.")
-            ev = [r"(op\.preamble\.length <= op\.nbytes.*collective mismatch|"
-                  rf"\[rank\d\]: RuntimeError: .*({PEER_LOST}|Timed out waiting))",
-                  r"failed \(exitcode: -?\d+\) local_rank: \d"]
-    elif fault == "segv":
-        cls, hint = "peer-rank-crashed", "worker-segfault"
-        desc = (head + f"{who}'s native data-loading extension dereference{'' if len(cs) > 1 else 's'} a null "
-                f"pointer at step {s} (ctypes.string_at(0)) before the step's collectives: SIGSEGV, no Python "
-                "traceback; the peers in its TP / DP groups lose the connection or time out.")
-        ev = [r"exitcode  : -11 \(pid: \d+\)  \(SIGSEGV\)",
-              rf"\[rank{_ranks(o)}\]: RuntimeError: .*({PEER_LOST}|Timed out waiting)"]
-    elif fault == "abort":
-        cls, hint = "peer-rank-crashed", "worker-fatal-abort"
-        desc = (head + f"{who}'s native data-loading extension fail{'' if len(cs) > 1 else 's'} an internal check "
-                f"at step {s} and call{'' if len(cs) > 1 else 's'} abort() before the step's collectives: SIGABRT, "
-                "no Python traceback; the peers in its TP / DP groups lose the connection or time out.")
-        ev = [r"exitcode  : -6 \(pid: \d+\)  \(SIGABRT\)",
+            ev = list(_SIZE_CHECK_EV)
+    elif fault in ("segv", "abort"):  # a native crash with no Python traceback
+        v = "" if len(cs) > 1 else "s"
+        hint, what, code, sig = {
+            "segv": ("worker-segfault", f"dereference{v} a null pointer at step {s} (ctypes.string_at(0))", -11, "SIGSEGV"),
+            "abort": ("worker-fatal-abort", f"fail{v} an internal check at step {s} and call{v} abort()", -6, "SIGABRT"),
+        }[fault]
+        cls = "peer-rank-crashed"
+        desc = (head + f"{who}'s native data-loading extension {what} before the step's collectives: {sig}, no "
+                "Python traceback; the peers in its TP / DP groups lose the connection or time out.")
+        ev = [rf"exitcode  : {code} \(pid: \d+\)  \({sig}\)",
               rf"\[rank{_ranks(o)}\]: RuntimeError: .*({PEER_LOST}|Timed out waiting)"]
     elif fault == "dp-dtype":
         cls, hint = "collective-desync", "collective-dtype-mismatch"
@@ -1824,9 +1826,7 @@ def _pg2d_case(fault: str, layout: str, cs: tuple, s: int, tee: bool) -> Case:
         desc = (head + f"At step {s} {who} all-reduces its flattened gradients in float64 in its DP group "
                 f"{g['dp']} (a config read as fp64 gradient reduction on that rank only) while its DP peers "
                 "reduce float32: twice the bytes, so gloo's size check fails or the peers wait.")
-        ev = [r"(op\.preamble\.length <= op\.nbytes.*collective mismatch|"
-              rf"\[rank\d\]: RuntimeError: .*({PEER_LOST}|Timed out waiting))",
-              r"failed \(exitcode: -?\d+\) local_rank: \d"]
+        ev = list(_SIZE_CHECK_EV)
     elif fault == "early-return":
         cls, hint = "collective-desync", "uneven-inputs-early-exit"
         desc = (head + f"At step {s} {who}'s data iterator runs dry (its shard is shorter than its peers'): it logs "
@@ -1841,9 +1841,7 @@ def _pg2d_case(fault: str, layout: str, cs: tuple, s: int, tee: bool) -> Case:
                 f"its DP group {g['dp']} (the wrong group handle): its TP peers meet it with their next TP "
                 "all_reduce, a smaller op, and its DP peers wait for a gradient all_reduce it never issues in "
                 "their group.")
-        ev = [r"(op\.preamble\.length <= op\.nbytes.*collective mismatch|"
-              rf"\[rank\d\]: RuntimeError: .*({PEER_LOST}|Timed out waiting))",
-              r"failed \(exitcode: -?\d+\) local_rank: \d"]
+        ev = list(_SIZE_CHECK_EV)
     elif fault == "skip-dp":
         cls, hint = "collective-desync", "rank-skips-step-on-error"
         g = pg2d_layout(layout, c)
