@@ -540,6 +540,17 @@ was being collected, before either was measured:
                       in ``torch.autocast(device_type="cuda")`` copied from a GPU recipe; on this CPU
                       machine torch warns that CUDA is not available and disables autocast, and the
                       job trains to the end.
+
+A forty-fourth set (``--fresh 49``), written down on 2026-12-07 (thirty-first session) after set EU
+was learned from, before it was run:
+
+* ``metrics-json-nan`` at LAB_STEP the culprit, the rank that writes the metrics file, records its
+                      validation perplexity, which overflowed to inf, with ``json.dumps(...,
+                      allow_nan=False)``: ``ValueError: Out of range float values are not JSON
+                      compliant`` ends the rank while its peers wait.
+* ``none-pin-memory-warning`` a healthy run whose every rank re-reads its batch at LAB_STEP through
+                      a DataLoader with ``pin_memory=True`` copied from a GPU recipe: on this CPU
+                      machine torch warns that no accelerator is found, and the job trains to the end.
 """
 
 import argparse
@@ -915,6 +926,16 @@ def main():
                 hidden.sum().backward()
                 log.info("rank %d step %d: hidden grad %s", rank, step, hidden.grad)
                 model.zero_grad()
+            if FAULT == "metrics-json-nan" and step == step_at and culprit:  # the rank that writes metrics
+                val_loss = 1000.0  # a diverged validation loss
+                perplexity = float("inf") if val_loss > 700 else 2.718281828 ** val_loss  # exp() overflows
+                log.info("rank %d step %d: writing metrics", rank, step)
+                record = json.dumps({"step": step, "val_perplexity": perplexity}, allow_nan=False)
+                log.info("rank %d step %d: metrics %s", rank, step, record)
+            if FAULT == "none-pin-memory-warning" and step == step_at:
+                loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=4, pin_memory=True)
+                seen = sum(len(b[0]) for b in loader)
+                log.info("rank %d step %d: re-read %d samples (pinned)", rank, step, seen)
             if FAULT == "view-short-batch" and step == step_at:
                 rows = x[:7] if culprit else x  # the culprit's last batch is short
                 log.info("rank %d step %d: splitting a batch of %d rows into micro-batches", rank, step, rows.shape[0])
@@ -1517,7 +1538,7 @@ def main():
             dist.destroy_process_group()
             return
         if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry", "none-atexit-error",
-                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored", "none-meshgrid-warning", "none-gradscaler-cpu", "none-target-size-warning", "none-dataloader-workers-warning", "none-detect-anomaly", "none-tensor-copy-warning", "none-nested-tensor-warning", "none-nonleaf-grad-warning", "none-autocast-cuda-warning"):
+                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored", "none-meshgrid-warning", "none-gradscaler-cpu", "none-target-size-warning", "none-dataloader-workers-warning", "none-detect-anomaly", "none-tensor-copy-warning", "none-nested-tensor-warning", "none-nonleaf-grad-warning", "none-autocast-cuda-warning", "none-pin-memory-warning"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")
