@@ -221,6 +221,8 @@ class Context:
     unnamed_cut: bool  # every failure line no entry names is a traceback cut before its exception line
     stop_alone: bool = False  # the run's only failure lines are rankless stops from outside (_stop_alone)
     failure_text: dict[int, str] = field(default_factory=dict)  # rank -> its own failure's exception, word for word (_exception_text)
+    known: frozenset[int] = frozenset()  # the job's ranks: those expected and those with a row
+    failing: frozenset[int] = frozenset()  # ranks that failed by themselves: an own failure line, or a death of their own
 
 
 def context(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Context:
@@ -243,6 +245,8 @@ def context(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Context
         unnamed_failures_cut(kb, table, events),
         _stop_alone(kb, table, by_entry, failed, waiting),
         {r: t for r, f in failed.items() if (t := _exception_text(f)) is not None},
+        frozenset(table.expected | set(table.rows)),
+        frozenset(set(failed) | {r for r, rw in table.rows.items() if rw.end == End.own_death}),
     )
 
 
@@ -342,8 +346,7 @@ def featurize(h: Hypothesis, cx: Context) -> dict[str, float]:
         f["norank_unranked"] = float(bool(evs) and lines.unranked)
         f["norank_unexplained_failure"] = float(any(ev.where not in lines.cause_places for ev in cx.failed.values()))
         f["norank_first_known"] = float(len(cause_ranks) >= 2 and lines.first_by_time is not None)
-        failing = set(cx.failed) | {r for r, rw in cx.table.rows.items() if rw.end == End.own_death}
-        known = cx.table.expected | set(cx.table.rows)
+        failing, known = cx.failing, cx.known
         f["norank_failed_share"] = len(failing) / len(known) if len(failing) >= 2 and known else 0.0
         texts = set(cx.failure_text.values())
         f["norank_same_failure"] = float(h.kind in (Kind.own, Kind.generic) and len(cx.failed) >= 2 and len(texts) == 1
@@ -358,17 +361,17 @@ def _claim(h: Hypothesis, cx: Context, lines: EntryLines) -> dict[str, float]:
     causes = lines.causes
     ranks = set(h.ranks)
     rows = [table.row(r) for r in sorted(ranks)]
-    others = (table.expected | set(table.rows)) - ranks
+    known = cx.known
+    others = known - ranks
     explains = {x.value for x in h.entry.explains}
     f: dict[str, float] = {"claim": 1.0, "claim_set": float(len(ranks) > 1)}
-    known = table.expected | set(table.rows)
     f["claim_job_share"] = len(ranks) / len(known) if len(ranks) > 1 and known else 0.0
     f["claim_entry_here"] = float(ranks <= lines.ranks_with_lines)
     cause_ranks = lines.cause_ranks
     f["claim_entry_only_here"] = float(bool(cause_ranks) and cause_ranks <= ranks)
     f["claim_entry_first"] = float(all(_entry_first(cx.failed.get(r), lines.places) for r in ranks))
     f["claim_own_failure"] = float(all(r in cx.failed or table.row(r).end == End.own_death for r in ranks))
-    failing = set(cx.failed) | {r for r, rw in table.rows.items() if rw.end == End.own_death}
+    failing = cx.failing
     f["claim_sole_failure"] = float(failing == ranks and bool(others))
     firsts = [cx.failed[r] for r in ranks if r in cx.failed]
     rivals = [e for r, e in cx.failed.items() if r not in ranks]

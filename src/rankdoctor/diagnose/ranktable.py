@@ -147,12 +147,12 @@ class RankTable:
     # (their places) non-finite losses after which their rank reported finite ones again
     # (``_recovered_numeric``): a bad step the program got past
     recovered: set = field(default_factory=set)
-    # ranks that failed or died while the job went on without them: another rank reported
+    # ranks that died by themselves while the job went on without them: another rank reported
     # three more steps after it, and nothing else failed or waited (``_outlived``; an elastic
     # job that re-formed without a worker), each with that rank's first step line after it
     outlived: dict = field(default_factory=dict)
-    # (their places) warnings printed before a launcher said every worker exited 0
-    # (``_warned_before_success``)
+    # (their places) warnings printed before the job said its work ended normally (a
+    # launcher's or a trainer's "run-done" record, ``_warned_before_success``)
     warned_done: set = field(default_factory=set)
     # (their places) log records after which their rank worked on and ended cleanly while other
     # ranks waited (``_worked_past``)
@@ -301,6 +301,12 @@ def order(a: Event | None, b: Event | None) -> int | None:
     return None
 
 
+def _below_or_later(a, b) -> bool:
+    """``b`` (a line or a fact) comes after ``a``: below it in the same file, or later by the
+    clock where both have a time."""
+    return (a.source == b.source and a.line < b.line) or (a.ts is not None and b.ts is not None and a.ts < b.ts)
+
+
 def same_clock(x: float, y: float) -> bool:
     """Dates with a year and glog's year-less times are different clocks."""
     return (x >= 1e9) == (y >= 1e9)
@@ -339,8 +345,7 @@ def _teardown(kb: KnowledgeBase, events: list[Event], summary) -> dict[tuple[str
         return {}
 
     def after_done(e: Event) -> bool:
-        return any((d.source == e.source and d.line < e.line) or (d.ts is not None and e.ts is not None and d.ts < e.ts)
-                   for d in summary.done)
+        return any(_below_or_later(d, e) for d in summary.done)
 
     # a launcher's record that every local worker exited 0 comes after the workers left: what
     # their communicators printed as they went, just above it, is teardown too
@@ -496,7 +501,7 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
     # and no rank died or waited: a bad step the program skipped, not a divergence
     recovered = _recovered_numeric(kb, rows, counted)
     handled.update(recovered)
-    # warnings the program printed before its launcher said every worker exited 0: it went on
+    # warnings the program printed before the job said its work ended normally: it went on
     # from them to a normal end
     warned_done = _warned_before_success(kb, rows, unranked, att.summary, handled)
     handled.update(warned_done)
@@ -791,11 +796,7 @@ def _warned_before_success(kb: KnowledgeBase, rows: dict[int, RankRow], unranked
     if not failures or any(_reported(kb, f) != "W" for f in failures):
         return {}
 
-    def before_success(f: Event) -> bool:
-        return any((d.source == f.source and d.line > f.line) or (d.ts is not None and f.ts is not None and f.ts < d.ts)
-                   for d in succeeded)
-
-    if not all(before_success(f) for f in failures):
+    if not all(any(_below_or_later(f, d) for d in succeeded) for f in failures):
         return {}
     return {f.where: f for f in failures}
 

@@ -639,11 +639,7 @@ def _set_collateral_aside(report: FRReport, groups: dict[str, _Group], job: _Job
     # stuck group is stuck in did nothing after it, even where that record reads as done (gloo
     # retires a collective that failed because a member died: the survivors' copies end
     # "done" while the group never finished)
-    last_rid: dict[int, int] = {}
-    for g in groups.values():
-        for r, t in g.tracks.items():
-            if len(t.seqs):
-                last_rid[r] = max(last_rid.get(r, -1), max(t.rids))
+    last_rid = job.last_rid
     for pg, f in flagged.items():
         g = groups.get(pg)
         if g is None:

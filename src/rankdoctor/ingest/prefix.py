@@ -115,6 +115,15 @@ _P_CTIME = re.compile(
     r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<mon>[A-Z][a-z]{2}) +(?P<d>\d{1,2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2}) "
     r"(?P<y>\d{4})(?=\[)"
 )
+
+
+def _ctime_at(text: str, pos: int) -> "re.Match[str] | None":
+    """Open MPI's (or Horovod's) ctime() stamp at ``pos``; the weekday is tested first, cheaply."""
+    if text[pos + 3:pos + 4] == " " and text[pos:pos + 3] in _WEEKDAYS:
+        return _P_CTIME.match(text, pos)
+    return None
+
+
 # a log collector's clock without a date, with milliseconds, in front of a bracketed prefix
 # ("10:41:43.105 [rank3]: Traceback ..."): only before "[", so a message that starts with a
 # time of its own is left alone
@@ -157,7 +166,7 @@ def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, 
         if m and pos > 0:
             pos = m.end()
         elif m and (_P_ISO.match(text, m.end()) or _P_RANK.match(text, m.end())
-                    or (text[m.end():m.end() + 3] in _WEEKDAYS and _P_CTIME.match(text, m.end()))):
+                    or _ctime_at(text, m.end())):
             # a pasted line indented before its timestamp (" 2025-02-18 12:54 [rank13]:...",
             # "    Tue Sep  8 09:24:20 2020[0]<stdout>:...") or its rank ("    [rank0]: Traceback
             # ...": a log pasted as an indented Markdown code block); other indented lines
@@ -259,7 +268,7 @@ def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, 
                 a.host = a.host or m["ip"]
             if m["actor"]:
                 a.extra["actor"] = m["actor"]
-        elif c in "MTWFS" and text[pos + 3:pos + 4] == " " and text[pos:pos + 3] in _WEEKDAYS and (m := _P_CTIME.match(text, pos)):
+        elif c in "MTWFS" and (m := _ctime_at(text, pos)):
             a.time, a.ts = _iso(int(m["y"]), _MONTHS.get(m["mon"], 1), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]))
         elif bracket and (m := _P_DMESG_T.match(text, pos)):
             mon = _MONTHS.get(m["mon"], 1)
