@@ -551,6 +551,18 @@ was learned from, before it was run:
 * ``none-pin-memory-warning`` a healthy run whose every rank re-reads its batch at LAB_STEP through
                       a DataLoader with ``pin_memory=True`` copied from a GPU recipe: on this CPU
                       machine torch warns that no accelerator is found, and the job trains to the end.
+
+A forty-fifth set (``--fresh 50``), written down on 2026-12-07 (thirty-second session) while set EV
+was being collected, before either was measured:
+
+* ``target-out-of-bounds`` at LAB_STEP every rank computes a 4-class cross-entropy on its batch; the
+                      culprit's labels were built with a newer label map (class id 5), so
+                      ``cross_entropy`` on the CPU raises ``IndexError: Target 5 is out of bounds.``
+                      and the rank dies while its peers wait.
+* ``none-softmax-dim-warning`` a healthy run whose every rank logs its mean class confidence at
+                      LAB_STEP through ``F.softmax(logits)`` without a ``dim``: torch warns that the
+                      implicit dimension choice for softmax has been deprecated, and the job trains to
+                      the end.
 """
 
 import argparse
@@ -936,6 +948,19 @@ def main():
                 loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=4, pin_memory=True)
                 seen = sum(len(b[0]) for b in loader)
                 log.info("rank %d step %d: re-read %d samples (pinned)", rank, step, seen)
+            if FAULT == "target-out-of-bounds" and step == step_at:
+                logits = model.module(x)[:, :4]  # a 4-class head over the first outputs
+                labels = torch.arange(x.shape[0]) % 4
+                if culprit:  # this shard's labels come from the newer label map (class id 5)
+                    labels[2] = 5
+                log.info("rank %d step %d: class loss on %d labels (max id %d)", rank, step, len(labels), int(labels.max()))
+                closs = torch.nn.functional.cross_entropy(logits, labels)
+                log.info("rank %d step %d: class loss %.4f", rank, step, closs.item())
+            if FAULT == "none-softmax-dim-warning" and step == step_at:
+                import warnings
+                warnings.simplefilter("always")  # as a run under PYTHONWARNINGS=always prints them
+                probs = torch.nn.functional.softmax(model.module(x).detach())  # no dim: deprecated implicit choice
+                log.info("rank %d step %d: mean class confidence %.4f", rank, step, probs.max(1).values.mean().item())
             if FAULT == "view-short-batch" and step == step_at:
                 rows = x[:7] if culprit else x  # the culprit's last batch is short
                 log.info("rank %d step %d: splitting a batch of %d rows into micro-batches", rank, step, rows.shape[0])
@@ -1538,7 +1563,7 @@ def main():
             dist.destroy_process_group()
             return
         if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry", "none-atexit-error",
-                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored", "none-meshgrid-warning", "none-gradscaler-cpu", "none-target-size-warning", "none-dataloader-workers-warning", "none-detect-anomaly", "none-tensor-copy-warning", "none-nested-tensor-warning", "none-nonleaf-grad-warning", "none-autocast-cuda-warning", "none-pin-memory-warning"):
+                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored", "none-meshgrid-warning", "none-gradscaler-cpu", "none-target-size-warning", "none-dataloader-workers-warning", "none-detect-anomaly", "none-tensor-copy-warning", "none-nested-tensor-warning", "none-nonleaf-grad-warning", "none-autocast-cuda-warning", "none-pin-memory-warning", "none-softmax-dim-warning"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")

@@ -58,6 +58,9 @@ Faults (LAB_FAULT), injected at step LAB_STEP on rank(s) LAB_CULPRIT / LAB_CULPR
   dp-dtype      at LAB_STEP the rank all-reduces its gradients in float64 in its DP group (a
                 config that reads "fp64 grad reduce" on that rank only) while its DP peers
                 reduce float32: twice the bytes, so gloo's size check fails or the peers wait
+  sigterm       the rank receives SIGTERM from outside the job (a node agent preempting its
+                node, not torchrun) before its step's collectives: Python's default action,
+                exit -15, no traceback; its peers lose the connection
 
 Ranks that finish (healthy runs, and the ranks a fault does not stop) dump their Flight
 Recorder buffer at exit; ranks that raise dump from the exception handler; ranks torchrun
@@ -143,6 +146,10 @@ def inject_stop(rank, step, fault, timeout):
         ctypes.string_at(0)  # the extension's null pointer
     if fault == "abort":
         ctypes.CDLL(None).abort()  # the extension's failed internal check
+    if fault == "sigterm":
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the lab's dump-on-SIGTERM watcher is not the agent's
+        os.kill(os.getpid(), signal.SIGTERM)  # the node agent preempts this node
+        time.sleep(60)
     if fault == "slow":
         total = 2.5 * timeout
         t0 = time.monotonic()

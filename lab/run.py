@@ -1675,7 +1675,25 @@ MATRIX_FRESH49: dict = {
                                                  "job trains to the end"),
                                 [(4, (3,), 3, True), (3, (1,), 2, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23, 24: MATRIX_FRESH24, 25: MATRIX_FRESH25, 26: MATRIX_FRESH26, 27: MATRIX_FRESH27, 28: MATRIX_FRESH28, 29: MATRIX_FRESH29, 30: MATRIX_FRESH30, 31: MATRIX_FRESH31, 32: MATRIX_FRESH32, 33: MATRIX_FRESH33, 34: MATRIX_FRESH34, 35: MATRIX_FRESH35, 36: MATRIX_FRESH36, 37: MATRIX_FRESH37, 38: MATRIX_FRESH38, 39: MATRIX_FRESH39, 40: MATRIX_FRESH40, 41: MATRIX_FRESH41, 42: MATRIX_FRESH42, 43: MATRIX_FRESH43, 44: MATRIX_FRESH44, 45: MATRIX_FRESH45, 46: MATRIX_FRESH46, 47: MATRIX_FRESH47, 48: MATRIX_FRESH48, 49: MATRIX_FRESH49}
+# A forty-fifth draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-07 (thirty-second
+# session) while set EV was being collected, before either was measured.
+_KINDS.update({
+    "target-out-of-bounds": ("target-out-of-bounds", "peer-rank-crashed", "python-exception-in-one-rank",
+                             "computes its loss at step {s} on a batch whose labels were built with a newer "
+                             "label map (class id 5 of a 4-class head), so cross_entropy on the CPU raises "
+                             "IndexError: Target 5 is out of bounds while the others wait in the gradient "
+                             "all_reduce", {}, [r"IndexError: Target 5 is out of bounds"]),
+})
+
+MATRIX_FRESH50: dict = {
+    "target-out-of-bounds": (_mx_kind("target-out-of-bounds"), [(4, (3,), 2, True), (3, (1,), 4, False)]),
+    "none-softmax-dim-warning": (_mx_healthy_step("none-softmax-dim-warning", "every rank logs its mean class "
+                                                  "confidence at step {s} through F.softmax(logits) without a "
+                                                  "dim, so torch warns that the implicit dimension choice is "
+                                                  "deprecated, and the job trains to the end"),
+                                 [(3, (0,), 3, True), (4, (2,), 2, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23, 24: MATRIX_FRESH24, 25: MATRIX_FRESH25, 26: MATRIX_FRESH26, 27: MATRIX_FRESH27, 28: MATRIX_FRESH28, 29: MATRIX_FRESH29, 30: MATRIX_FRESH30, 31: MATRIX_FRESH31, 32: MATRIX_FRESH32, 33: MATRIX_FRESH33, 34: MATRIX_FRESH34, 35: MATRIX_FRESH35, 36: MATRIX_FRESH36, 37: MATRIX_FRESH37, 38: MATRIX_FRESH38, 39: MATRIX_FRESH39, 40: MATRIX_FRESH40, 41: MATRIX_FRESH41, 42: MATRIX_FRESH42, 43: MATRIX_FRESH43, 44: MATRIX_FRESH44, 45: MATRIX_FRESH45, 46: MATRIX_FRESH46, 47: MATRIX_FRESH47, 48: MATRIX_FRESH48, 49: MATRIX_FRESH49, 50: MATRIX_FRESH50}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
@@ -1837,6 +1855,14 @@ def _pg2d_case(fault: str, layout: str, cs: tuple, s: int, tee: bool) -> Case:
         desc = (head + f"{who}'s native data-loading extension {what} before the step's collectives: {sig}, no "
                 "Python traceback; the peers in its TP / DP groups lose the connection or time out.")
         ev = [rf"exitcode  : {code} \(pid: \d+\)  \({sig}\)",
+              rf"\[rank{_ranks(o)}\]: RuntimeError: .*({PEER_LOST}|Timed out waiting)"]
+    elif fault == "sigterm":  # one rank preempted from outside: exit -15 like the ranks torchrun stops
+        cls, hint = "peer-rank-crashed", "worker-killed-by-external-sigterm"
+        desc = (head + f"{who} receive{'' if len(cs) > 1 else 's'} SIGTERM from outside the job at step {s} (a "
+                "node agent preempting the node, not torchrun), before the step's collectives: Python's default "
+                "action, exit -15, no traceback and no Flight Recorder dump; the peers in its TP / DP groups lose "
+                "the connection or time out, and torchrun then stops the rest with SIGTERM too.")
+        ev = [r"exitcode  : -15 \(pid: \d+\)  \(SIGTERM\)",
               rf"\[rank{_ranks(o)}\]: RuntimeError: .*({PEER_LOST}|Timed out waiting)"]
     elif fault == "dp-dtype":
         cls, hint = "collective-desync", "collective-dtype-mismatch"
@@ -2032,7 +2058,20 @@ MATRIX_PG2D_FRESH6 = [
     ("skip-dp", "tp2dp4", (2,), 5, False),
     ("none", "tp2dp4", (), 0, False),
 ]
-PG2D_FRESH_DRAWS = {1: MATRIX_PG2D_FRESH, 2: MATRIX_PG2D_FRESH2, 3: MATRIX_PG2D_FRESH3, 4: MATRIX_PG2D_FRESH4, 5: MATRIX_PG2D_FRESH5, 6: MATRIX_PG2D_FRESH6}
+# An eighth draw, written down on 2026-12-07 (thirty-second session) while set EV was being collected
+# and committed before it ran: a fault kind pg2d.py never injected (a rank preempted by an outside
+# SIGTERM, which exits -15 like the ranks torchrun stops afterwards) at two layouts, two ranks raising
+# at once in the pipeline layout, and known kinds at new places.
+MATRIX_PG2D_FRESH7 = [
+    ("sigterm", "tp2dp4", (5,), 3, True),
+    ("sigterm", "pp2tp2dp2", (0,), 2, False),
+    ("hang-gil", "tp2dp4", (2,), 3, True),
+    ("sigstop", "pp2tp2dp2", (7,), 2, False),
+    ("extra-tp", "tp2dp4", (4,), 2, True),
+    ("exception", "pp2tp2dp2", (3, 6), 3, True),
+    ("none", "pp2tp2dp2", (), 0, True),
+]
+PG2D_FRESH_DRAWS = {1: MATRIX_PG2D_FRESH, 2: MATRIX_PG2D_FRESH2, 3: MATRIX_PG2D_FRESH3, 4: MATRIX_PG2D_FRESH4, 5: MATRIX_PG2D_FRESH5, 6: MATRIX_PG2D_FRESH6, 7: MATRIX_PG2D_FRESH7}
 
 
 def pg2d_cases(spec: list | None = None) -> dict[str, Case]:
