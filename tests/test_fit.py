@@ -73,5 +73,10 @@ def test_a_threshold_set_by_decision_is_kept_only_within_the_promise(tmp_path, c
     out = tmp_path / "weights.json"
     assert main(["--out", str(out), "--threshold", "0.01", *roots]) == 1
     assert "refused" in capsys.readouterr().err and not out.exists()
-    assert main(["--out", str(out), "--threshold", "0.97", *roots]) == 0
+    report = tmp_path / "cv.tsv"
+    assert main(["--out", str(out), "--threshold", "0.97", "--report", str(report), *roots]) == 0
     assert json.loads(out.read_text())["threshold"] == 0.97
+    # --report: one out-of-fold answer per run, and its confident-wrong count is the summary's
+    rows = [r.split("\t") for r in report.read_text().splitlines()]
+    assert rows[0][0] == "case" and len(rows) - 1 == json.loads(out.read_text())["fitted"]["cross_validated"]["runs"]
+    assert sum(int(r[6]) for r in rows[1:]) == json.loads(out.read_text())["fitted"]["cross_validated"]["confident_wrong"]

@@ -338,6 +338,18 @@ def summary(preds: list[Prediction], threshold: float) -> dict:
     }
 
 
+def write_report(path: Path, preds: list[Prediction], threshold: float) -> None:
+    """One line per run, sorted by name: what the model trained without the run's fold
+    answers on it. Diffing two reports shows which runs a refit moved across the threshold."""
+    def at(cls, rank):
+        return f"{cls or '-'}@{'' if rank is None else rank}"
+    rows = ["case\tlabel\tanswer\tconfidence\tclass_ok\trank_ok\tconfident_wrong"]
+    for p in preds:
+        rows.append("\t".join([p.case, at(p.want_class, p.want_rank), at(p.got_class, p.got_rank), f"{p.confidence:.3f}",
+                               str(int(p.class_ok)), str(int(p.rank_ok)), str(int(confident_wrong(p, threshold)))]))
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+
+
 def corpus_digest(cases: list[Case]) -> str:
     h = hashlib.sha256()
     for c in sorted(cases, key=lambda c: c.name):
@@ -356,6 +368,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threshold", type=float, default=None,
                     help="set the verdict threshold by decision (refused when its cross-validated confident-wrong "
                          "rate exceeds 3 %%); the committed one is kept otherwise")
+    ap.add_argument("--report", type=Path, default=None,
+                    help="also write every run's out-of-fold answer (the one the threshold was chosen on) to this "
+                         "TSV file: label, answer, confidence, and whether it is right or confidently wrong")
     a = ap.parse_args(argv)
     cases = load_cases(a.roots)
     if not cases:
@@ -406,6 +421,8 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         threshold = a.threshold
     print(f"thresholds: cross-validated choice {fresh:.2f}, committed {kept}, taken {threshold:.2f}")
+    if a.report:
+        write_report(a.report, preds, threshold)
     feats, null = fit_weights(cases, lam)
     roots = {}
     for c in cases:
