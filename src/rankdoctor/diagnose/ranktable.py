@@ -26,7 +26,7 @@ from .collectives import CollectiveFinding, Report, analyse, collect_reports, mi
 from .common import said
 from .launcher import ExitRecord
 from .ras import RasEvidence, suspects_of
-from .traceback import user_call_site
+from .traceback import LIBRARY_PATH, user_call_site
 
 if TYPE_CHECKING:
     from ..flightrec.analyze import FRReport
@@ -550,9 +550,10 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
                 continue
             for r in finding.root_ranks:
                 # a rank known to be missing only from a gap in the dumps' ranks (gloo) is named
-                # by the dumps for its absence alone: that it died is in its own log, where
-                # the cause is; the dumps add nothing to weigh on it
-                if finding.kind == "stuck" and r in fr.gap_missing:
+                # by the dumps for its absence alone: where its own log shows it failing, the
+                # cause is there and the dumps add nothing to weigh on it; a rank that died
+                # without a line of its own (a signal, no traceback) is named by its absence
+                if finding.kind == "stuck" and r in fr.gap_missing and (r not in rows or rows[r].failures):
                     continue
                 row(r).fr_kinds.add(finding.kind)
     stack_odd: set[int] = set()
@@ -609,7 +610,7 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
                      stack_past_init=stack_past_init,
                      p2p_waits=p2p_waits, p2p_cycle=p2p_cycle, unranked_waits=unranked_waits,
                      wait_sites=sites,
-                     odd_senders={s for _, s in sent if _odd_site(sites, s)},
+                     odd_senders={s for _, s in sent if _odd_site({**_crash_sites(att.stacks), **sites}, s)},
                      in_step_senders_of={r for r, s in sent if r is not None and _common_site(sites, s, r)},
                      odd_waiters=_odd_waiters(sites, expected or set(rows)),
                      stop_signal=stopped is None and any(e.role == "symptom" and e.rank is None and e.entry
@@ -1040,6 +1041,24 @@ def _odd_waiters(sites: dict[int, str], expected: set[int]) -> set[int]:
         return set()
     odd = {r for r, site in sites.items() if site != shared[0]}
     return odd if len(odd) <= counts[shared[0]] else set()
+
+
+def _crash_sites(stacks) -> dict[int, str]:
+    """Each rank whose faulthandler dump shows it died inside a collective: the line of user
+    code that called it (innermost frame outside libraries). A rank that rejected a peer's
+    message (gloo's size check aborts it) stood somewhere too: if that place is as unusual as
+    the sender's, neither side is the odd one."""
+    from ..ingest.stacks import in_collective
+
+    out: dict[int, str] = {}
+    for d in stacks:
+        frames = d.main.frames if d.crash and d.rank is not None and d.main is not None else []
+        if frames and in_collective(frames[:6]):
+            for f in frames:
+                if f.line is not None and not LIBRARY_PATH.search("/" + f.file.lstrip("/")):
+                    out.setdefault(d.rank, f"{f.file}:{f.line} in {f.func}")
+                    break
+    return out
 
 
 def _odd_site(sites: dict[int, str], rank: int) -> bool:

@@ -223,11 +223,19 @@ def _parse_faulthandler(text: str, source: str) -> StackDump:
     current: Thread | None = None
     for ln in text.splitlines():
         if (m := _FH_THREAD.match(ln)):
-            # faulthandler names threads only by id; the first one it prints is the current thread
-            current = Thread("MainThread" if not dump.threads else m.group(1), [])
+            current = Thread(m.group(1), [])
             dump.threads.append(current)
         elif current is not None and (m := _FH_FRAME.match(ln)):
             current.frames.append(Frame(m.group(3), _short(m.group(1)), int(m.group(2))))
+    # faulthandler names threads only by id. The main thread is the one whose outermost frame
+    # runs the script's module; failing that, the current thread (printed first, "Current
+    # thread ..."), which is the main one in most crashes. A native thread that aborted (an
+    # uncaught C++ exception in a communication thread) has no Python frames: faulthandler
+    # then prints no current thread, and the first thread may be a helper thread.
+    main = [t for t in dump.threads if t.frames and t.frames[-1].func == "<module>"]
+    pick = main[0] if len(main) == 1 else (dump.threads[0] if dump.threads else None)
+    if pick is not None:
+        pick.name = "MainThread"
     return dump
 
 
