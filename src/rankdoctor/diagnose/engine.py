@@ -250,8 +250,8 @@ def handled_notes(handled: dict[tuple[str, int], Event], got_past: set = frozens
                          "past, not as a divergence")
             continue
         if (source, line) in teardown:
-            notes.append(f"{source}:{line}: printed by the communication layer as the job ended normally (after it said its "
-                         "work was done, or just before its launcher said every worker exited 0): "
+            notes.append(f"{source}:{line}: printed as the job ended normally (after it said its work was done, before "
+                         "the job went on to say so, or just before its launcher said every worker exited 0): "
                          f"\"{message}\"{more}: read as the job's teardown, not as a failure")
             continue
         kind = ("an exception the program logged and got past" if ev.signature == "python-exception"
@@ -306,7 +306,9 @@ def _shows_failure(att: Attributed, table: RankTable, fr: "FRReport | None") -> 
     # a launcher's report that a worker failed, when the paste stops before saying whose
     # (torchrun's "train.py FAILED" block or its ChildFailedError, spawn's exceptions) or
     # names no rank ("exits with return code = 1"): the run failed, how is not shown
-    if att.summary.failed_reported or any(r.exitcode and r.rank not in table.outlived for r in att.summary.records):
+    # (a task the launcher stopped after the job's own word of success is teardown)
+    if att.summary.failed_reported or any(r.exitcode and r.rank not in table.outlived and (r.source, r.line) not in table.teardown
+                                          for r in att.summary.records):
         return True
     if any(e.signature == "python-exception" and LAUNCHER_FAILED.search(e.captures.get("value", "")) for e in att.events):
         return True

@@ -399,7 +399,10 @@ def _claim(h: Hypothesis, cx: Context, lines: EntryLines) -> dict[str, float]:
     if coll and coll.kind == "desync" and coll.culprits:
         f["claim_minority"] = coll.strength * _cover(ranks, set(coll.culprits))
     if coll and coll.kind == "absent":
-        f["claim_absent"] = _cover(ranks, set(coll.culprits))
+        # counted in full where these logs show at least half of the job's ranks, less where they
+        # show fewer: two ranks' lines from an eight-rank job cannot single one of the two out
+        shown = len(coll.reporting) + len(coll.culprits)
+        f["claim_absent"] = _cover(ranks, set(coll.culprits)) * min(1.0, 2 * shown / max(1, shown + len(coll.unseen)))
     f["claim_fingerprint"] = _cover(ranks, cx.fingerprint_odd)
     f["claim_fingerprint_ahead"] = float(ranks <= fingerprints_ahead(table))
     late_only = "straggler" in explains and "dead-peer" not in explains
@@ -431,7 +434,8 @@ def _claim(h: Hypothesis, cx: Context, lines: EntryLines) -> dict[str, float]:
         # a report about an unnamed peer (gloo's size check) comes from whichever rank
         # received the odd op, not from one side of the job: it splits no sides
         reporters = {e.rank for e in causes if e.rank is not None and not about_peer(cx.kb, e)} & table.expected
-        silent = table.expected - reporters
+        # only a rank whose lines are here can be seen not to report it
+        silent = (table.expected & table.seen) - reporters
         if reporters and silent and len(reporters) != len(silent):
             small = reporters if len(reporters) < len(silent) else silent
             f["claim_smaller_side"] = float(ranks == small)

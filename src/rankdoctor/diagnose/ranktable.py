@@ -118,6 +118,9 @@ class RankTable:
     ras_dead: set[int] = field(default_factory=set)
     ras_behind: set[int] = field(default_factory=set)
     ras: "RasEvidence | None" = None
+    # the ranks that printed anything in these logs (of ``expected``, the others left no line:
+    # a paste of two ranks' output from an eight-rank job says nothing about ranks 0-5)
+    seen: set[int] = field(default_factory=set)
 
     # most ranks' stacks wait inside a collective while some are elsewhere: how a hung job looks
     stack_hang: bool = False
@@ -341,11 +344,23 @@ def _teardown(kb: KnowledgeBase, events: list[Event], summary) -> dict[tuple[str
     and their peers' communicators see them go (NCCL's "[Service thread] Connection closed by
     localRank 1"). A wait that timed out after the end is no teardown (a final save or barrier
     that hung), nor is a failure line printed before the end."""
-    if not summary.done or summary.failed_reported or any(r.exitcode for r in summary.records):
+    if not summary.done or summary.failed_reported:
         return {}
 
     def after_done(e: Event) -> bool:
         return any(_below_or_later(d, e) for d in summary.done)
+
+    # the launcher's records of tasks it stopped (SIGTERM, SIGKILL) after the job's own word of
+    # success are the step being ended (srun terminating a step whose time ran out after the
+    # benchmark logged success); any other failed exit is a failure
+    finished = [d for d in summary.done if d.fact == "run-done"]
+
+    def stopped_after_success(r) -> bool:
+        return r.signal_name in ("SIGTERM", "SIGKILL") and any(
+            d.source == r.source and d.line < r.line for d in finished)
+
+    if any(r.exitcode and not stopped_after_success(r) for r in summary.records):
+        return {}
 
     # a launcher's record that every local worker exited 0 comes after the workers left: what
     # their communicators printed as they went, just above it, is teardown too
@@ -354,12 +369,31 @@ def _teardown(kb: KnowledgeBase, events: list[Event], summary) -> dict[tuple[str
     def just_before_success(e: Event) -> bool:
         return any(d.source == e.source and 0 < d.line - e.line <= _TEARDOWN_SPAN for d in succeeded)
 
+    # a stop notice (a scheduler's time limit, a preemption) that the job worked past to its own word
+    # of success in the same file: the stop's grace period let it finish (MLPerf's run_stop with
+    # status success, logged after Slurm's "CANCELLED ... DUE TO TIME LIMIT")
+    worked = [e for e in events if e.role == ACTIVITY]
+
+    def finished_after_stop(e: Event) -> bool:
+        return e.role == "symptom" and bool(e.entry) and _explains_a_stop(kb, e.entry) \
+            and e.cap_int("timeout_ms") is None and any(
+                d.source == e.source and d.line > e.line and any(
+                    a.source == e.source and a.rank == e.rank and e.line < a.line <= d.line for a in worked)
+                for d in finished)
+
     out: dict[tuple[str, int], Event] = {}
     for e in events:
         if e.role in (TRACE, FATAL):
             return {}
+        if finished_after_stop(e):
+            out.setdefault(e.where, e)
+            continue
         if e.role == WARNED and _PROXY_THREAD.search(e.text) and after_done(e):
             out.setdefault(e.where, e)  # an NCCL WARN no entry knows, from the proxy thread, after the end
+            continue
+        if e.role == "symptom" and "launcher" in e.captures and e.cap_int("exitcode") in (-15, -9, 143, 137) \
+                and any(d.source == e.source and d.line < e.line for d in finished):
+            out.setdefault(e.where, e)  # (the record of a task stopped after success, above)
             continue
         if e.role not in ("cause", "symptom") or "launcher" in e.captures:
             continue
@@ -619,7 +653,7 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
                      handled=handled, got_past=set(got_past), teardown=set(teardown),
                      recovered=set(recovered), worked_past=set(worked_past), level=_level_with_waiters(rows),
                      outlived=outlived, warned_done=set(warned_done),
-                     **_blocked_apart(rows, expected or set(rows)))
+                     **_blocked_apart(rows, expected or set(rows)), seen=set(att.seen) | set(rows))
 
 
 _DIGITS = re.compile(r"\d+")

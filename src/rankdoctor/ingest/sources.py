@@ -29,7 +29,7 @@ from typing import BinaryIO
 
 from .jsonlines import read_records
 from .unwrap import MAX_BYTES as MAX_UNWRAP
-from .unwrap import unwrap
+from .unwrap import unescape_lines, unwrap
 
 CHUNK = 2 << 20  # bytes read at a time (scanned while they are still in the CPU cache)
 MAX_LINE = 1 << 20  # a "line" longer than this is cut; the rest continues as the same line
@@ -683,12 +683,20 @@ def _unwrapped(src: Source, data: bytes | None = None) -> Source:
         text, n = recs
         note = f"{src.name}: read as {n} JSON log record(s), each record's text in place of its line (line numbers count the text's lines)"
         return Source(src.name, lambda: io.BytesIO(text), len(text), [*src.warnings, note])
+    warnings = list(src.warnings)
+    if (escaped := unescape_lines(data)) is not None:  # a captured output kept as a string literal
+        data, n = escaped
+        warnings.append(f"{src.name}: {n} line(s) holding a captured output as an escaped string (line breaks written "
+                        "as \\n) read as the lines they hold (line numbers count those lines)")
     done = unwrap(data)
     if done is None:
-        return src
+        if escaped is None:
+            return src
+        text = data
+        return Source(src.name, lambda: io.BytesIO(text), len(text), warnings)
     text, n = done
     note = f"{src.name}: {n} hard-wrapped line(s) re-joined (the continuation lines are left empty)"
-    return Source(src.name, lambda: io.BytesIO(text), len(text), [*src.warnings, note])
+    return Source(src.name, lambda: io.BytesIO(text), len(text), [*warnings, note])
 
 
 def _stdin_source(stream: BinaryIO) -> Source:

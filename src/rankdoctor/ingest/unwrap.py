@@ -80,3 +80,30 @@ def unwrap(data: bytes) -> tuple[bytes, int] | None:
     if not joined:
         return None
     return b"\n".join(out), joined
+
+
+# A captured output kept as a string literal: a notebook cell printing a dict with a
+# subprocess's "stdout"/"stderr", a JSON field, a Python repr - the whole log on one physical
+# line, its line breaks written as the two characters backslash and n.
+_ESCAPED_BREAK = b"\\n"
+MIN_ESCAPED_BREAKS = 5  # fewer are a message that mentions "\n", or a Windows path
+MIN_ESCAPED_LINE = 200
+_ESCAPES = re.compile(rb"\\(?:n|r|t|\\|'|\"|x1b|u001b|e|033)")
+_ESCAPED = {b"\\n": b"\n", b"\\r": b"\r", b"\\t": b"\t", b"\\\\": b"\\", b"\\'": b"'", b'\\"': b'"',
+            b"\\x1b": b"\x1b", b"\\u001b": b"\x1b", b"\\e": b"\x1b", b"\\033": b"\x1b"}
+
+
+def unescape_lines(data: bytes) -> tuple[bytes, int] | None:
+    """The text with every line that holds an escaped captured output (five or more literal
+    ``\\n`` in a line of 200 characters or more) replaced by the lines it holds, and how many
+    such lines there were; None when there is none. Only small inputs (``MAX_BYTES``): logs
+    written by programs to files break their lines."""
+    if len(data) > MAX_BYTES or data.count(_ESCAPED_BREAK) < MIN_ESCAPED_BREAKS:
+        return None
+    lines = data.split(b"\n")
+    done = 0
+    for i, line in enumerate(lines):
+        if len(line) >= MIN_ESCAPED_LINE and line.count(_ESCAPED_BREAK) >= MIN_ESCAPED_BREAKS:
+            lines[i] = _ESCAPES.sub(lambda m: _ESCAPED[m.group(0)], line)
+            done += 1
+    return (b"\n".join(lines), done) if done else None
