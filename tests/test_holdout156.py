@@ -71,3 +71,22 @@ def test_unescape_lines_only_takes_lines_full_of_escaped_breaks():
     assert text.count(b"\n") == 3 + 5  # the three of the input and the five it held
     # a message that mentions \n a few times, or a Windows path, is left alone
     assert unescape_lines(b"print('a\\nb') in C:\\new\\data " * 2 + b"\n") is None
+
+
+def test_a_nan_evaluation_mean_over_an_empty_loop_is_no_divergence(tmp_path):
+    # eval_loss=tensor(nan) just below tqdm's "0it [00:00, ?it/s]": the evaluation ran no batch
+    log = EV / "p1-sagemaker-falcon7b-fsdp-2node-16rank-healthy-nccl-ofi-warn-nan-eval" / "log.txt"
+    d, _top = _diag(log)
+    assert d.verdict == "no-failure-found", [(x.entry, x.confidence) for x in d.diagnoses]
+    assert any("mean over no batch" in w for w in d.warnings)
+    # without the empty loop's bar the NaN evaluation metric is a divergence again
+    cut = edited_copy(tmp_path, log, lambda _no, ln: "0it [00:00" not in ln)
+    d, top = _diag(cut)
+    assert top is not None and top.klass == "nan-divergence"
+
+
+def test_warnings_before_the_trainers_final_metrics_block_were_survived():
+    # NCCL's "Timeout waiting for RX ... - retrying" after training, then the evaluation's
+    # "***** eval metrics *****" block (transformers' Trainer.log_metrics) as the script ends
+    d, _top = _diag(EV / "p1-neuron-bert-torchrun-2worker-healthy-nccl-rx-timeout-warn" / "log.txt")
+    assert d.verdict == "no-failure-found", [(x.entry, x.confidence) for x in d.diagnoses]

@@ -185,7 +185,9 @@ FACTS: dict[str, str] = {
     # `max_epochs=10` reached."), and SageMaker's training toolkit when the entry point exited 0
     # ("sagemaker-training-toolkit INFO     Reporting training SUCCESS"; "sagemaker-containers" in
     # its older releases), and MLPerf's logging of a run that reached its target (":::MLLOG {...
-    # "key": "run_stop", ... "status": "success"}", mlperf_logging's run_stop event). What peers
+    # "key": "run_stop", ... "status": "success"}", mlperf_logging's run_stop event), and the metrics
+    # block that transformers' Trainer.log_metrics prints once a split's training or evaluation is
+    # done ("***** eval metrics *****", as the example scripts end). What peers
     # print after it about a peer that left is teardown
     # (diagnose/ranktable.py _teardown).
     "run-done": r"\bworker group successfully finished\.|Local worker group finished \(WorkerState\.SUCCEEDED\)|"
@@ -193,6 +195,7 @@ FACTS: dict[str, str] = {
                 r"\bsagemaker-(?:training-toolkit|containers) INFO\s+Reporting training SUCCESS\b|"
                 r":::MLLOG \{.*\"key\": \"run_stop\".*\"status\": \"success\"|"
                 r"\bProcess \d+ exits successfully\.|\{'train_runtime': [\d.]+, 'train_samples_per_second': |"
+                r"^\s*\*{5} (?:train|eval|predict|test) metrics \*{5}\s*$|"
                 r"`Trainer\.fit` stopped: `max_(?:epochs|steps)=\S+` reached\.",
     # NCCL's own report that the program is tearing a communicator down (misc/socket.cc's
     # "socketProgressOpt: abort called", printed as ncclCommAbort / destroy closes its sockets):

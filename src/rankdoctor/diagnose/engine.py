@@ -190,7 +190,7 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, 
     # (the lines of a stop on purpose have a note of their own, below)
     warnings += handled_notes({k: v for k, v in w.table.handled.items() if k not in w.table.stopped_lines},
                               w.table.got_past, w.table.teardown, w.table.recovered, w.table.worked_past,
-                              w.table.warned_done)
+                              w.table.warned_done, w.table.empty_eval)
     warnings += outlived_notes(w.table)
     warnings += streak_notes(w.att.events)
     if w.table.stopped_working is not None:
@@ -230,7 +230,7 @@ def outlived_notes(table: RankTable) -> list[str]:
 
 def handled_notes(handled: dict[tuple[str, int], Event], got_past: set = frozenset(),
                   teardown: set = frozenset(), recovered: set = frozenset(), worked_past: set = frozenset(),
-                  warned_done: set = frozenset()) -> list[str]:
+                  warned_done: set = frozenset(), empty_eval: set = frozenset()) -> list[str]:
     """One note per failure the program got past (a logged exception, a warning or error
     record), at its first place, with how many more lines (copies in other files, other
     ranks) say the same. ``got_past``: the places whose rank went on to later steps while
@@ -244,6 +244,11 @@ def handled_notes(handled: dict[tuple[str, int], Event], got_past: set = frozens
         ranks = sorted({e.rank for _, e in places if e.rank is not None})
         more = (f", and {len(places) - 1} more line(s) like it" if len(places) > 1 else "") + \
             (f" ({ranks_phrase(ranks)})" if ranks else "")
+        if (source, line) in empty_eval:
+            notes.append(f"{source}:{line}: a non-finite evaluation metric ({what}): \"{message}\"{more}: just below the "
+                         "progress bar of a loop that ran no iteration (\"0it\"), so it is the mean over no batch (an empty "
+                         "or missing evaluation split), not a divergence")
+            continue
         if (source, line) in recovered:
             notes.append(f"{source}:{line}: a non-finite loss ({what}): \"{message}\"{more}: its rank reported finite "
                          "losses again later and no rank died or waited, so it is read as a bad step the program got "

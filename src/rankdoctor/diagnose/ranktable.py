@@ -150,6 +150,9 @@ class RankTable:
     # (their places) non-finite losses after which their rank reported finite ones again
     # (``_recovered_numeric``): a bad step the program got past
     recovered: set = field(default_factory=set)
+    # (their places) NaN evaluation metrics just below the bar of an evaluation loop that ran no
+    # batch (``_empty_evaluation``): a mean over nothing
+    empty_eval: set = field(default_factory=set)
     # ranks that died by themselves while the job went on without them: another rank reported
     # three more steps after it, and nothing else failed or waited (``_outlived``; an elastic
     # job that re-formed without a worker), each with that rank's first step line after it
@@ -535,6 +538,10 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
     # and no rank died or waited: a bad step the program skipped, not a divergence
     recovered = _recovered_numeric(kb, rows, counted)
     handled.update(recovered)
+    # ... and an evaluation metric that is NaN because the evaluation loop ran no batch (tqdm's
+    # "0it [00:00, ?it/s]" just above it): a mean over nothing, not a divergence
+    empty_eval = _empty_evaluation(kb, events, rows, unranked)
+    handled.update(empty_eval)
     # warnings the program printed before the job said its work ended normally: it went on
     # from them to a normal end
     warned_done = _warned_before_success(kb, rows, unranked, att.summary, handled)
@@ -651,7 +658,7 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
                                                          and _explains_a_stop(kb, e.entry) for e in events),
                      stopped_working=stopped, stopped_lines=set(stopped_lines),
                      handled=handled, got_past=set(got_past), teardown=set(teardown),
-                     recovered=set(recovered), worked_past=set(worked_past), level=_level_with_waiters(rows),
+                     recovered=set(recovered), empty_eval=set(empty_eval), worked_past=set(worked_past), level=_level_with_waiters(rows),
                      outlived=outlived, warned_done=set(warned_done),
                      **_blocked_apart(rows, expected or set(rows)), seen=set(att.seen) | set(rows))
 
@@ -966,6 +973,32 @@ def _recovered_numeric(kb: KnowledgeBase, rows: dict[int, RankRow], counted: dic
             if (f.role == "cause" and f.entry and kb.get(f.entry).class_ == NUMERIC_CLASS
                     and order(f, later) == -1):
                 out.setdefault(f.where, f)
+    return out
+
+
+_EVAL_METRIC = re.compile(r"\b(?:eval|val|valid|validation|test)_?(?:loss|ppl|perplexity)\b", re.I)
+_TRAIN_METRIC = re.compile(r"\btrain(?:ing)?_?(?:loss|ppl|perplexity)\b", re.I)
+_EMPTY_LOOP_SPAN = 5  # lines above the metric within which the empty loop's bar stands
+
+
+def _empty_evaluation(kb: KnowledgeBase, events: list[Event], rows: dict[int, RankRow],
+                      unranked: list[Event]) -> dict[tuple[str, int], Event]:
+    """The non-finite lines of a numeric divergence's entry that report only evaluation metrics
+    (eval_loss, val_ppl ...; no training metric on the line) a few lines below a progress bar of
+    a loop that ran no iteration (the ``empty-loop-progress`` context line, tqdm's "0it [00:00,
+    ?it/s]"): the evaluation averaged over no batch (0/0), which is NaN whatever the training
+    did. Only when no rank died or waited."""
+    if any(rw.end not in (End.clean, End.unknown) or rw.waits for rw in rows.values()):
+        return {}
+    empty = [e for e in events if e.role == "context" and e.signature == "empty-loop-progress"]
+    if not empty:
+        return {}
+    out: dict[tuple[str, int], Event] = {}
+    for f in [f for rw in rows.values() for f in rw.failures] + unranked:
+        if (f.role == "cause" and f.entry and kb.get(f.entry).class_ == NUMERIC_CLASS
+                and _EVAL_METRIC.search(f.text) and not _TRAIN_METRIC.search(f.text)
+                and any(b.source == f.source and 0 < f.line - b.line <= _EMPTY_LOOP_SPAN for b in empty)):
+            out.setdefault(f.where, f)
     return out
 
 
