@@ -563,6 +563,18 @@ was being collected, before either was measured:
                       LAB_STEP through ``F.softmax(logits)`` without a ``dim``: torch warns that the
                       implicit dimension choice for softmax has been deprecated, and the job trains to
                       the end.
+
+A forty-sixth set (``--fresh 51``), written down on 2026-12-07 (thirty-second session) after set EV
+was learned from, before it was run:
+
+* ``collate-ragged`` at LAB_STEP every rank batches four token sequences with the DataLoader's
+                      default collate; the culprit's shard holds one sequence a token short (its
+                      padding step skipped), so ``torch.stack`` in the collate raises ``RuntimeError:
+                      stack expects each tensor to be equal size, but got [16] at entry 0 and [15] at
+                      entry 3`` and the rank dies while its peers wait.
+* ``none-typed-storage-warning`` a healthy run whose every rank reads its batch's storage size at
+                      LAB_STEP through ``tensor.storage()`` (an old helper library): torch warns that
+                      TypedStorage is deprecated, and the job trains to the end.
 """
 
 import argparse
@@ -961,6 +973,17 @@ def main():
                 warnings.simplefilter("always")  # as a run under PYTHONWARNINGS=always prints them
                 probs = torch.nn.functional.softmax(model.module(x).detach())  # no dim: deprecated implicit choice
                 log.info("rank %d step %d: mean class confidence %.4f", rank, step, probs.max(1).values.mean().item())
+            if FAULT == "collate-ragged" and step == step_at:
+                seqs = [torch.arange(16, dtype=torch.float32) for _ in range(4)]
+                if culprit:  # this shard's padding step was skipped for one sequence
+                    seqs[3] = seqs[3][:15]
+                log.info("rank %d step %d: collating %d token sequences", rank, step, len(seqs))
+                tokens = torch.utils.data.default_collate(seqs)
+                log.info("rank %d step %d: token batch %s", rank, step, tuple(tokens.shape))
+            if FAULT == "none-typed-storage-warning" and step == step_at:
+                import warnings
+                warnings.simplefilter("always")  # as a run under PYTHONWARNINGS=always prints them
+                log.info("rank %d step %d: batch storage holds %d elements", rank, step, x.storage().size())
             if FAULT == "view-short-batch" and step == step_at:
                 rows = x[:7] if culprit else x  # the culprit's last batch is short
                 log.info("rank %d step %d: splitting a batch of %d rows into micro-batches", rank, step, rows.shape[0])
@@ -1563,7 +1586,7 @@ def main():
             dist.destroy_process_group()
             return
         if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry", "none-atexit-error",
-                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored", "none-meshgrid-warning", "none-gradscaler-cpu", "none-target-size-warning", "none-dataloader-workers-warning", "none-detect-anomaly", "none-tensor-copy-warning", "none-nested-tensor-warning", "none-nonleaf-grad-warning", "none-autocast-cuda-warning", "none-pin-memory-warning", "none-softmax-dim-warning"):
+                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored", "none-meshgrid-warning", "none-gradscaler-cpu", "none-target-size-warning", "none-dataloader-workers-warning", "none-detect-anomaly", "none-tensor-copy-warning", "none-nested-tensor-warning", "none-nonleaf-grad-warning", "none-autocast-cuda-warning", "none-pin-memory-warning", "none-softmax-dim-warning", "none-typed-storage-warning"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")
