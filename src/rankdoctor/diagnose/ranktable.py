@@ -346,7 +346,11 @@ def _teardown(kb: KnowledgeBase, events: list[Event], summary) -> dict[tuple[str
     "misc/socket.cc:47 -> 3", "Abort COMPLETE"), none of them an NCCL WARN record. Processes leave at their own pace after the work,
     and their peers' communicators see them go (NCCL's "[Service thread] Connection closed by
     localRank 1"). A wait that timed out after the end is no teardown (a final save or barrier
-    that hung), nor is a failure line printed before the end."""
+    that hung), nor is a failure line printed before the end - except a stop notice (a
+    scheduler's time limit) after which the same rank went on working to the job's own word of
+    success (fact "run-done") in that file. The launcher's records of tasks it stopped with SIGTERM
+    or SIGKILL after that success are teardown too; any other failed exit record means no
+    teardown."""
     if not summary.done or summary.failed_reported:
         return {}
 
