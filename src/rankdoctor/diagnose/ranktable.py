@@ -368,6 +368,7 @@ def _teardown(kb: KnowledgeBase, events: list[Event], summary) -> dict[tuple[str
 
     if any(r.exitcode and not stopped_after_success(r) for r in summary.records):
         return {}
+    stopped_records = {(r.source, r.line) for r in summary.records if r.exitcode}  # (all stopped after success)
 
     # a launcher's record that every local worker exited 0 comes after the workers left: what
     # their communicators printed as they went, just above it, is teardown too
@@ -398,8 +399,7 @@ def _teardown(kb: KnowledgeBase, events: list[Event], summary) -> dict[tuple[str
         if e.role == WARNED and _PROXY_THREAD.search(e.text) and after_done(e):
             out.setdefault(e.where, e)  # an NCCL WARN no entry knows, from the proxy thread, after the end
             continue
-        if e.role == "symptom" and "launcher" in e.captures and e.cap_int("exitcode") in (-15, -9, 143, 137) \
-                and any(d.source == e.source and d.line < e.line for d in finished):
+        if e.role == "symptom" and "launcher" in e.captures and e.where in stopped_records:
             out.setdefault(e.where, e)  # (the record of a task stopped after success, above)
             continue
         if e.role not in ("cause", "symptom") or "launcher" in e.captures:

@@ -688,15 +688,13 @@ def _unwrapped(src: Source, data: bytes | None = None) -> Source:
         data, n = escaped
         warnings.append(f"{src.name}: {n} line(s) holding a captured output as an escaped string (line breaks written "
                         "as \\n) read as the lines they hold (line numbers count those lines)")
-    done = unwrap(data)
-    if done is None:
-        if escaped is None:
-            return src
-        text = data
-        return Source(src.name, lambda: io.BytesIO(text), len(text), warnings)
-    text, n = done
-    note = f"{src.name}: {n} hard-wrapped line(s) re-joined (the continuation lines are left empty)"
-    return Source(src.name, lambda: io.BytesIO(text), len(text), [*warnings, note])
+    if (done := unwrap(data)) is not None:
+        data, n = done
+        warnings.append(f"{src.name}: {n} hard-wrapped line(s) re-joined (the continuation lines are left empty)")
+    elif escaped is None:
+        return src
+    text = data
+    return Source(src.name, lambda: io.BytesIO(text), len(text), warnings)
 
 
 def _stdin_source(stream: BinaryIO) -> Source:
