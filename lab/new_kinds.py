@@ -575,6 +575,19 @@ was learned from, before it was run:
 * ``none-typed-storage-warning`` a healthy run whose every rank reads its batch's storage size at
                       LAB_STEP through ``tensor.storage()`` (an old helper library): torch warns that
                       TypedStorage is deprecated, and the job trains to the end.
+
+A forty-seventh set (``--fresh 52``), written down on 2026-12-07 (thirty-third session) while set EW
+was being collected, before either was measured:
+
+* ``dl-worker-killed`` the culprit's DataLoader worker is ended by SIGKILL while it reads record
+                      LAB_STEP*8+3, as the kernel's OOM killer ends the largest process of a memory
+                      cgroup (the lab sends the signal itself: no kernel log here); the DataLoader
+                      raises "DataLoader worker (pid N) is killed by signal: Killed." in the main
+                      process and the rank dies while its peers wait.
+* ``none-get-lr-warning`` a healthy run whose every rank logs its learning rate at LAB_STEP through
+                      the scheduler's ``get_lr()`` (an old logging helper): torch warns that
+                      ``get_last_lr()`` is the way to read the last computed rate, and the job trains
+                      to the end.
 """
 
 import argparse
@@ -626,6 +639,9 @@ class Records(torch.utils.data.Dataset):
         if (FAULT == "dl-worker-segv" and self.rank in lab_culprits(1)
                 and i == lab_int("LAB_STEP", 4) * 8 + 3):
             ctypes.string_at(0)  # the native decoder's null pointer
+        if (FAULT == "dl-worker-killed" and self.rank in lab_culprits(1)
+                and i == lab_int("LAB_STEP", 4) * 8 + 3):
+            os.kill(os.getpid(), signal.SIGKILL)  # what the OOM killer does to the cgroup's largest process
         if (FAULT == "dl-worker-sigbus" and self.rank in lab_culprits(1)
                 and i == lab_int("LAB_STEP", 4) * 8 + 3):
             # A batch staged in /dev/shm whose backing pages are gone (a full tmpfs): the read faults.
@@ -858,7 +874,7 @@ def main():
             dist.monitored_barrier(timeout=timedelta(seconds=limit))
             log.info("rank %d passed the data barrier", rank)
 
-        if FAULT in ("dl-worker-exception", "dl-worker-segv", "dl-worker-sigbus"):
+        if FAULT in ("dl-worker-exception", "dl-worker-segv", "dl-worker-sigbus", "dl-worker-killed"):
             loader = torch.utils.data.DataLoader(Records(rank, STEPS * 8), batch_size=8, num_workers=1)
             stream = iter(loader)
         elif FAULT == "dl-timeout":
@@ -984,6 +1000,10 @@ def main():
                 import warnings
                 warnings.simplefilter("always")  # as a run under PYTHONWARNINGS=always prints them
                 log.info("rank %d step %d: batch storage holds %d elements", rank, step, x.storage().size())
+            if FAULT == "none-get-lr-warning" and step == step_at:
+                sched_opt = torch.optim.SGD(model.parameters(), lr=0.05)
+                sched = torch.optim.lr_scheduler.StepLR(sched_opt, step_size=4, gamma=0.5)
+                log.info("rank %d step %d: learning rate %s", rank, step, sched.get_lr())  # an old logging helper
             if FAULT == "view-short-batch" and step == step_at:
                 rows = x[:7] if culprit else x  # the culprit's last batch is short
                 log.info("rank %d step %d: splitting a batch of %d rows into micro-batches", rank, step, rows.shape[0])
@@ -1586,7 +1606,7 @@ def main():
             dist.destroy_process_group()
             return
         if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry", "none-atexit-error",
-                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored", "none-meshgrid-warning", "none-gradscaler-cpu", "none-target-size-warning", "none-dataloader-workers-warning", "none-detect-anomaly", "none-tensor-copy-warning", "none-nested-tensor-warning", "none-nonleaf-grad-warning", "none-autocast-cuda-warning", "none-pin-memory-warning", "none-softmax-dim-warning", "none-typed-storage-warning"):
+                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored", "none-meshgrid-warning", "none-gradscaler-cpu", "none-target-size-warning", "none-dataloader-workers-warning", "none-detect-anomaly", "none-tensor-copy-warning", "none-nested-tensor-warning", "none-nonleaf-grad-warning", "none-autocast-cuda-warning", "none-pin-memory-warning", "none-softmax-dim-warning", "none-typed-storage-warning", "none-get-lr-warning"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")

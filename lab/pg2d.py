@@ -61,6 +61,10 @@ Faults (LAB_FAULT), injected at step LAB_STEP on rank(s) LAB_CULPRIT / LAB_CULPR
   sigterm       the rank receives SIGTERM from outside the job (a node agent preempting its
                 node, not torchrun) before its step's collectives: Python's default action,
                 exit -15, no traceback; its peers lose the connection
+  cpu-alloc     the rank builds a host-side feature cache whose row count comes from a bad
+                config value (2**38 rows of 16 floats, 16 TiB): the CPU allocator refuses it,
+                RuntimeError "DefaultCPUAllocator: not enough memory", and the rank dumps and dies
+                before its step's collectives
 
 Ranks that finish (healthy runs, and the ranks a fault does not stop) dump their Flight
 Recorder buffer at exit; ranks that raise dump from the exception handler; ranks torchrun
@@ -150,6 +154,10 @@ def inject_stop(rank, step, fault, timeout):
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the lab's dump-on-SIGTERM watcher is not the agent's
         os.kill(os.getpid(), signal.SIGTERM)  # the node agent preempts this node
         time.sleep(60)
+    if fault == "cpu-alloc":
+        rows = 2 ** 38  # the config's cache_rows, read as a power of two by mistake
+        log.info("rank %d step %d: building feature cache (%d rows x 16)", rank, step, rows)
+        return torch.empty(rows, 16)
     if fault == "slow":
         total = 2.5 * timeout
         t0 = time.monotonic()

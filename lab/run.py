@@ -1711,7 +1711,25 @@ MATRIX_FRESH51: dict = {
                                                     "job trains to the end"),
                                    [(4, (1,), 2, True), (3, (2,), 3, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23, 24: MATRIX_FRESH24, 25: MATRIX_FRESH25, 26: MATRIX_FRESH26, 27: MATRIX_FRESH27, 28: MATRIX_FRESH28, 29: MATRIX_FRESH29, 30: MATRIX_FRESH30, 31: MATRIX_FRESH31, 32: MATRIX_FRESH32, 33: MATRIX_FRESH33, 34: MATRIX_FRESH34, 35: MATRIX_FRESH35, 36: MATRIX_FRESH36, 37: MATRIX_FRESH37, 38: MATRIX_FRESH38, 39: MATRIX_FRESH39, 40: MATRIX_FRESH40, 41: MATRIX_FRESH41, 42: MATRIX_FRESH42, 43: MATRIX_FRESH43, 44: MATRIX_FRESH44, 45: MATRIX_FRESH45, 46: MATRIX_FRESH46, 47: MATRIX_FRESH47, 48: MATRIX_FRESH48, 49: MATRIX_FRESH49, 50: MATRIX_FRESH50, 51: MATRIX_FRESH51}
+# A forty-seventh draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-07 (thirty-third
+# session) while set EW was being collected, before either was measured.
+_KINDS.update({
+    "dl-worker-killed": ("dl-worker-killed", "host-oom", "dataloader-worker-killed",
+                         "has a DataLoader worker ended by SIGKILL at record {s}*8+3, as the OOM killer ends the "
+                         "largest process of a memory cgroup (the lab sends the signal; no kernel log); the "
+                         "DataLoader raises in the main process while the others wait in the gradient all_reduce",
+                         {}, [r"DataLoader worker \(pid \d+\) is killed by signal: Killed"]),
+})
+
+MATRIX_FRESH52: dict = {
+    "dl-worker-killed": (_mx_kind("dl-worker-killed"), [(4, (1,), 2, True), (3, (2,), 3, False)]),
+    "none-get-lr-warning": (_mx_healthy_step("none-get-lr-warning", "every rank logs its learning rate at step {s} "
+                                             "through the scheduler's get_lr() (an old logging helper), so torch "
+                                             "warns that get_last_lr() is the way to read it, and the job trains to "
+                                             "the end"),
+                            [(3, (1,), 2, True), (4, (0,), 3, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23, 24: MATRIX_FRESH24, 25: MATRIX_FRESH25, 26: MATRIX_FRESH26, 27: MATRIX_FRESH27, 28: MATRIX_FRESH28, 29: MATRIX_FRESH29, 30: MATRIX_FRESH30, 31: MATRIX_FRESH31, 32: MATRIX_FRESH32, 33: MATRIX_FRESH33, 34: MATRIX_FRESH34, 35: MATRIX_FRESH35, 36: MATRIX_FRESH36, 37: MATRIX_FRESH37, 38: MATRIX_FRESH38, 39: MATRIX_FRESH39, 40: MATRIX_FRESH40, 41: MATRIX_FRESH41, 42: MATRIX_FRESH42, 43: MATRIX_FRESH43, 44: MATRIX_FRESH44, 45: MATRIX_FRESH45, 46: MATRIX_FRESH46, 47: MATRIX_FRESH47, 48: MATRIX_FRESH48, 49: MATRIX_FRESH49, 50: MATRIX_FRESH50, 51: MATRIX_FRESH51, 52: MATRIX_FRESH52}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
@@ -1882,6 +1900,13 @@ def _pg2d_case(fault: str, layout: str, cs: tuple, s: int, tee: bool) -> Case:
                 "the connection or time out, and torchrun then stops the rest with SIGTERM too.")
         ev = [r"exitcode  : -15 \(pid: \d+\)  \(SIGTERM\)",
               rf"\[rank{_ranks(o)}\]: RuntimeError: .*({PEER_LOST}|Timed out waiting)"]
+    elif fault == "cpu-alloc":  # a host allocation refused by the CPU allocator: a Python exception, with a dump
+        cls, hint = "host-oom", "cpu-allocator-cannot-allocate"
+        desc = (head + f"{who} build{'' if len(cs) > 1 else 's'} a host-side feature cache of 2**38 x 16 floats at "
+                f"step {s} (a config value read as a power of two), before the step's collectives: the CPU "
+                "allocator refuses the 16 TiB (RuntimeError, DefaultCPUAllocator) and the rank dumps its Flight "
+                "Recorder buffer and dies; the peers in its TP / DP groups lose the connection or time out.")
+        ev = [r"DefaultCPUAllocator", rf"\[rank{_ranks(o)}\]: RuntimeError: .*({PEER_LOST}|Timed out waiting)"]
     elif fault == "dp-dtype":
         cls, hint = "collective-desync", "collective-dtype-mismatch"
         g = pg2d_layout(layout, c)
@@ -2089,7 +2114,19 @@ MATRIX_PG2D_FRESH7 = [
     ("exception", "pp2tp2dp2", (3, 6), 3, True),
     ("none", "pp2tp2dp2", (), 0, True),
 ]
-PG2D_FRESH_DRAWS = {1: MATRIX_PG2D_FRESH, 2: MATRIX_PG2D_FRESH2, 3: MATRIX_PG2D_FRESH3, 4: MATRIX_PG2D_FRESH4, 5: MATRIX_PG2D_FRESH5, 6: MATRIX_PG2D_FRESH6, 7: MATRIX_PG2D_FRESH7}
+# The eighth pg2d draw, written down on 2026-12-07 (thirty-third session) while set EW was being collected,
+# before either was measured: a new fault (cpu-alloc: a host allocation the CPU allocator refuses) at both
+# layouts and on two ranks at once, and earlier faults at places no draw has put them.
+MATRIX_PG2D_FRESH8 = [
+    ("cpu-alloc", "tp2dp4", (6,), 2, True),
+    ("cpu-alloc", "pp2tp2dp2", (5,), 3, False),
+    ("cpu-alloc", "tp2dp4", (1, 2), 3, True),
+    ("sigterm", "tp2dp4", (3,), 4, False),
+    ("extra-dp", "pp2tp2dp2", (6,), 3, True),
+    ("segv", "tp2dp4", (7,), 2, True),
+    ("none", "tp2dp4", (), 0, False),
+]
+PG2D_FRESH_DRAWS = {1: MATRIX_PG2D_FRESH, 2: MATRIX_PG2D_FRESH2, 3: MATRIX_PG2D_FRESH3, 4: MATRIX_PG2D_FRESH4, 5: MATRIX_PG2D_FRESH5, 6: MATRIX_PG2D_FRESH6, 7: MATRIX_PG2D_FRESH7, 8: MATRIX_PG2D_FRESH8}
 
 
 def pg2d_cases(spec: list | None = None) -> dict[str, Case]:
