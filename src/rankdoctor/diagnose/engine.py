@@ -31,7 +31,8 @@ from .frcandidates import fr_events
 from .hypotheses import Hypothesis, generate
 from .model import Diagnosis, InputInfo
 from .present import to_finding
-from .ranktable import LAUNCHER_FAILED, End, RankTable, build_rank_table, fingerprints_differ, is_cut_wait, mark_hung, warning_record
+from .ranktable import LAUNCHER_FAILED, End, RankTable, build_rank_table, fingerprints_differ, is_cut_wait, mark_hung, warning_record, EXC_TYPE
+from ..ingest.prefix import parse_prefix
 from . import restarts
 from .ras import ras_notes
 from .scoring import Weights, default_weights, posterior
@@ -190,7 +191,7 @@ def diagnose(kb: KnowledgeBase, scan: ScanResult, fr: "FRReport | None" = None, 
     # (the lines of a stop on purpose have a note of their own, below)
     warnings += handled_notes({k: v for k, v in w.table.handled.items() if k not in w.table.stopped_lines},
                               w.table.got_past, w.table.teardown, w.table.recovered, w.table.worked_past,
-                              w.table.warned_done, w.table.empty_eval)
+                              w.table.warned_done, w.table.empty_eval, w.table.repeated)
     warnings += outlived_notes(w.table)
     warnings += streak_notes(w.att.events)
     if w.table.stopped_working is not None:
@@ -230,15 +231,27 @@ def outlived_notes(table: RankTable) -> list[str]:
 
 def handled_notes(handled: dict[tuple[str, int], Event], got_past: set = frozenset(),
                   teardown: set = frozenset(), recovered: set = frozenset(), worked_past: set = frozenset(),
-                  warned_done: set = frozenset(), empty_eval: set = frozenset()) -> list[str]:
+                  warned_done: set = frozenset(), empty_eval: set = frozenset(),
+                  repeated: set = frozenset()) -> list[str]:
     """One note per failure the program got past (a logged exception, a warning or error
     record), at its first place, with how many more lines (copies in other files, other
     ranks) say the same. ``got_past``: the places whose rank went on to later steps while
-    another rank failed after them (the run failed anyway)."""
+    another rank failed after them (the run failed anyway). ``repeated``: one note for all
+    the exceptions that processes printed again and again."""
     groups: dict[tuple, list[tuple[tuple[str, int], Event]]] = {}
+    again = sorted((where, ev) for where, ev in handled.items() if where in repeated)
     for where, ev in sorted(handled.items()):
-        groups.setdefault((ev.entry or ev.signature, said(ev.text)), []).append((where, ev))
+        if where not in repeated:
+            groups.setdefault((ev.entry or ev.signature, said(ev.text)), []).append((where, ev))
     notes = []
+    if again:
+        (source, line), ev = again[0]
+        kinds = sorted({m.group(1) for _, e in again if (m := EXC_TYPE.match(said(e.text, None)))})
+        procs = len({(e.source, e.host, e.pid if e.pid is not None else parse_prefix(e.text)[0].pid) for _, e in again})
+        notes.append(f"{source}:{line}: {len(again)} exception line(s) ({', '.join(kinds) or 'cut tracebacks'}) that "
+                     f"{procs} process(es) each printed again and again, the program logging them: a process dies of an "
+                     "exception once, so each lived on after them; read as errors the program caught and logged, not "
+                     f"as a failure: \"{said(ev.text)}\"")
     for (what, message), places in groups.items():
         (source, line), ev = places[0]
         ranks = sorted({e.rank for _, e in places if e.rank is not None})

@@ -153,6 +153,9 @@ class RankTable:
     # (their places) NaN evaluation metrics just below the bar of an evaluation loop that ran no
     # batch (``_empty_evaluation``): a mean over nothing
     empty_eval: set = field(default_factory=set)
+    # (their places) one process's exception of one type, printed again and again as log records
+    # (``_repeated_in_process``): it lived on after them
+    repeated: set = field(default_factory=set)
     # ranks that died by themselves while the job went on without them: another rank reported
     # three more steps after it, and nothing else failed or waited (``_outlived``; an elastic
     # job that re-formed without a worker), each with that rank's first step line after it
@@ -519,6 +522,7 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
         # message, which does not tell which of the two strayed
         witness = peer_report(kb, rw.failures) is not None or (unranked_witness and rw is aborted[0])
         rw.end = _end_of(rw, sigterm, att.summary.sigterm_by_source, witness)
+    _aborted_with_waiters(rows)
     for r in _unlisted(att.summary, expected):
         rw = row(r)
         if rw.end == End.unknown:
@@ -528,6 +532,9 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
     # rank went on working for a while after it and did not die (log.exception of a retried
     # upload, a skipped record, dynamo falling back to eager at its recompile limit)
     handled = _handled(kb, rows, unranked)
+    # ... and the same exception a process logged again and again: it lived on after them
+    repeated = _repeated_in_process(rows, unranked)
+    handled.update(repeated)
     # a failure line a rank reported as a log record and then trained on past, to later steps,
     # while another rank failed by itself after it: not where the failure started (an optional
     # kernel that fell back, a skipped upload)
@@ -662,7 +669,7 @@ def build_rank_table(kb: KnowledgeBase, att: Attributed, fr: "FRReport | None" =
                                                          and _explains_a_stop(kb, e.entry) for e in events),
                      stopped_working=stopped, stopped_lines=set(stopped_lines),
                      handled=handled, got_past=set(got_past), teardown=set(teardown),
-                     recovered=set(recovered), empty_eval=set(empty_eval), worked_past=set(worked_past), level=_level_with_waiters(rows),
+                     recovered=set(recovered), empty_eval=set(empty_eval), repeated=set(repeated), worked_past=set(worked_past), level=_level_with_waiters(rows),
                      outlived=outlived, warned_done=set(warned_done),
                      **_blocked_apart(rows, expected or set(rows)), seen=set(att.seen) | set(rows))
 
@@ -818,6 +825,59 @@ def _handled(kb: KnowledgeBase, rows: dict[int, RankRow], unranked: list[Event])
         if t is not None and all(_worked_after(f, t, rw.last_active, same_second=True) for rw in rows.values()) \
                 and any(_worked_after(f, t, rw.last_active) for rw in rows.values()):
             out.setdefault(f.where, f)
+    return out
+
+
+def _logged_traceback(f: Event) -> bool:
+    """The exception ``f`` ends was printed by the program as a log record: a record just
+    above its traceback (``logged_at``), or a record whose message is the traceback itself
+    ("ERROR:2025-11-19 19:07:43,953:Traceback (most recent call last):", the program logging
+    traceback.format_exc()). Python's hook for an uncaught exception prints neither."""
+    if logged_at(f) is not None:
+        return True
+    for line in reversed(f.context):
+        rec, start = parse_prefix(line)
+        if f.pid is not None and rec.pid != f.pid:
+            continue  # another process's line, interleaved with this one's traceback
+        head = _TRACEBACK_HEAD.search(line, start)
+        if head is not None:
+            return record_level(line[:head.start()]) is not None
+    return False
+
+
+EXC_TYPE = re.compile(r"([\w.]+(?:Error|Exception|Interrupt|Exit|Warning)|AssertionError)\b")
+
+
+def _repeated_in_process(rows: dict[int, RankRow], unranked: list[Event]) -> dict[tuple[str, int], Event]:
+    """Python exceptions that one process (one pid of one host, from its line prefix: Ray's
+    "(Worker pid=N)", vLLM's "(VllmWorkerProcess pid=N)") printed as log records again and
+    again, the same exception type each time: a process dies of an exception once, so it lived
+    on after all but its last, and the same code logging the same exception once more caught it
+    too (an agent's action parser, a retried request). Only where the program prints that
+    exception as a log record (``_logged_traceback``) in at least one of its processes of the
+    file: Ray folds its workers' repeated lines into "[repeated Nx across cluster]", so a
+    process's printing often keeps only its last line. A process that dies after the last one
+    still shows it in its exit (a launcher's record)."""
+    groups: dict[tuple, list[Event]] = {}
+    cut: list[Event] = []  # tracebacks whose exception line is not there (folded, or the file ends)
+    for f in [f for rw in rows.values() for f in rw.failures] + unranked:
+        if f.role != TRACE or f.signature != "python-exception":
+            continue
+        pid = f.pid if f.pid is not None else parse_prefix(f.text)[0].pid  # a cut traceback keeps its line's prefix
+        if pid is None:
+            continue
+        m = EXC_TYPE.match(said(f.text, None))
+        if m is None:
+            cut.append((pid, f))
+            continue
+        groups.setdefault((f.source, f.host, pid, m.group(1)), []).append(f)
+    logged = {(source, kind) for (source, _h, _p, kind), fs in groups.items() if any(_logged_traceback(f) for f in fs)}
+    out: dict[tuple[str, int], Event] = {}
+    for (source, _h, _p, kind), fs in groups.items():
+        if len({f.line for f in fs}) >= 2 and (source, kind) in logged:
+            out.update({f.where: f for f in fs})
+    lived = {(source, host, pid) for (source, host, pid, _k), fs in groups.items() if fs[0].where in out}
+    out.update({f.where: f for pid, f in cut if (f.source, f.host, pid) in lived})
     return out
 
 
@@ -1260,6 +1320,36 @@ def _end_of(rw: RankRow, sigterm_pids: set[int], sigterm_by_source: dict[str, se
         # mismatched message: it died of the collective failure, not of its own
         return End.died_waiting
     return End.own_death
+
+
+_ABORTED_TOGETHER = 10.0  # seconds between launcher records of aborts that ended one wait
+
+
+def _exit_time(rec) -> float | None:
+    """When a launcher's record says the worker ended ("2026-05-20_06:32:05"), in seconds."""
+    try:
+        return datetime.strptime(rec.time or "", "%Y-%m-%d_%H:%M:%S").timestamp()
+    except ValueError:
+        return None
+
+
+def _aborted_with_waiters(rows: dict[int, RankRow]) -> None:
+    """A rank with no failure line of its own that exited by SIGABRT (-6) within
+    _ABORTED_TOGETHER of a rank whose own SIGABRT ended its reported wait (the NCCL watchdog's
+    abort after a collective timed out; torchrun may have sent it SIGTERM meanwhile) most likely
+    died of the same timeout: its output is not
+    in the logs (a launcher that shows only rank 0's), and the watchdog ends every waiting rank
+    this way at about the same moment. A rank that aborted by itself does so before the others'
+    timeouts run out, not with them."""
+    waited = [t for rw in rows.values() if rw.waits and not rw.failures and rw.exit is not None
+              and rw.exit.exitcode == -6 and (t := _exit_time(rw.exit)) is not None]
+    if not waited:
+        return
+    for rw in rows.values():
+        if (rw.end == End.own_death and not rw.failures and not rw.waits and rw.exit is not None
+                and rw.exit.exitcode == -6 and (t := _exit_time(rw.exit)) is not None
+                and any(abs(t - w) <= _ABORTED_TOGETHER for w in waited)):
+            rw.end = End.died_waiting
 
 
 def _sigterm_from_outside(rec, sigterm_by_source: dict[str, set[int]]) -> bool:

@@ -73,6 +73,11 @@ _P_LIGHTNING = re.compile(r"\[rank: (?P<rank>\d+)\] ?")
 # Determined wraps each worker's stream as "[rank=N] " (determined's worker_process_wrapper.py); a
 # log viewer's empty bracket pair before it ("[] [rank=0] ...", a field with no value) says nothing
 _P_RANK_EQ = re.compile(r"\[rank=(?P<rank>\d+)\] ?")
+# a logging format that puts the rank behind the time: "[%(asctime)s][rank-{rank}] %(message)s", and
+# AMD Primus's "[20260511 03:22:17][rank-7/8][INFO]    [----module_utils.py:227] : " (rank/world size,
+# then the level); the time's compact "YYYYMMDD HH:MM:SS" form is _P_DATE_COMPACT
+_P_RANK_DASH = re.compile(r"\[rank-(?P<rank>\d+)(?:/\d+)?\](?:\[(?P<lvl>DEBUG|INFO|WARNING|ERROR|CRITICAL)\])? *")
+_P_DATE_COMPACT = re.compile(r"\[(?P<y>\d{4})(?P<mo>\d{2})(?P<d>\d{2}) (?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})\](?=\[rank-)")
 _P_EMPTY = re.compile(r"\[\] ")
 # ... behind the log record's container id (its first 8 hex digits, bare or in brackets, or
 # "<none>" when the record has none) and its timestamp: "<none> [2022-07-13 05:54:27] [d2997185]
@@ -226,6 +231,12 @@ def parse_prefix(text: str, dialect: Dialect = Dialect()) -> tuple[Attribution, 
             a.rank = int(m["rank"])
         elif bracket and (m := _P_EMPTY.match(text, pos)):
             pass
+        elif bracket and (m := _P_RANK_DASH.match(text, pos)):
+            a.rank = int(m["rank"])
+            if m["lvl"]:
+                a.extra["level"] = m["lvl"][0]
+        elif bracket and (m := _P_DATE_COMPACT.match(text, pos)):
+            a.time, a.ts = _iso(int(m["y"]), int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]))
         elif (bracket or c == "<" or c in _HEX) and (m := _P_DET_CID.match(text, pos)):
             pass
         elif c == "|" and a.rank is not None and (m := _P_DET_SEP.match(text, pos)):
