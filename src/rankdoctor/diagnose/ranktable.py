@@ -859,7 +859,7 @@ def _repeated_in_process(rows: dict[int, RankRow], unranked: list[Event]) -> dic
     process's printing often keeps only its last line. A process that dies after the last one
     still shows it in its exit (a launcher's record)."""
     groups: dict[tuple, list[Event]] = {}
-    cut: list[Event] = []  # tracebacks whose exception line is not there (folded, or the file ends)
+    cut: list[tuple[int, Event]] = []  # (pid, traceback) whose exception line is not there (folded, or the file ends)
     for f in [f for rw in rows.values() for f in rw.failures] + unranked:
         if f.role != TRACE or f.signature != "python-exception":
             continue
@@ -1337,10 +1337,9 @@ def _aborted_with_waiters(rows: dict[int, RankRow]) -> None:
     """A rank with no failure line of its own that exited by SIGABRT (-6) within
     _ABORTED_TOGETHER of a rank whose own SIGABRT ended its reported wait (the NCCL watchdog's
     abort after a collective timed out; torchrun may have sent it SIGTERM meanwhile) most likely
-    died of the same timeout: its output is not
-    in the logs (a launcher that shows only rank 0's), and the watchdog ends every waiting rank
-    this way at about the same moment. A rank that aborted by itself does so before the others'
-    timeouts run out, not with them."""
+    died of the same timeout: its output is not in the logs (a launcher that shows only rank
+    0's), and the watchdog ends every waiting rank this way at about the same moment. A rank
+    that aborted by itself does so before the others' timeouts run out, not with them."""
     waited = [t for rw in rows.values() if rw.waits and not rw.failures and rw.exit is not None
               and rw.exit.exitcode == -6 and (t := _exit_time(rw.exit)) is not None]
     if not waited:
