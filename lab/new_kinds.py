@@ -588,6 +588,18 @@ was being collected, before either was measured:
                       the scheduler's ``get_lr()`` (an old logging helper): torch warns that
                       ``get_last_lr()`` is the way to read the last computed rate, and the job trains
                       to the end.
+A forty-eighth set (``--fresh 53``), written down on 2026-12-07 (thirty-third session) after set EW
+was learned from, before it was run:
+
+* ``tensor-ragged-list`` at LAB_STEP every rank turns its batch's token lists into a tensor with
+                      ``torch.tensor(list_of_lists)``; one list of the culprit's batch is a token
+                      short (its padding step skipped), so torch raises ``ValueError: expected
+                      sequence of length 16 at dim 1 (got 15)`` and the rank dies while its peers
+                      wait.
+* ``none-clip-grad-norm-warning`` a healthy run whose every rank clips its gradients at LAB_STEP
+                      with the old ``torch.nn.utils.clip_grad_norm`` (no underscore): torch warns
+                      that it is deprecated in favour of ``clip_grad_norm_``, and the job trains to
+                      the end.
 """
 
 import argparse
@@ -1004,6 +1016,20 @@ def main():
                 sched_opt = torch.optim.SGD(model.parameters(), lr=0.05)
                 sched = torch.optim.lr_scheduler.StepLR(sched_opt, step_size=4, gamma=0.5)
                 log.info("rank %d step %d: learning rate %s", rank, step, sched.get_lr())  # an old logging helper
+            if FAULT == "tensor-ragged-list" and step == step_at:
+                rows = [[float(t) for t in range(16)] for _ in range(4)]
+                if culprit:  # this shard's padding step was skipped for one sequence
+                    rows[2] = rows[2][:15]
+                log.info("rank %d step %d: building a token tensor from %d lists", rank, step, len(rows))
+                tokens = torch.tensor(rows)
+                log.info("rank %d step %d: token tensor %s", rank, step, tuple(tokens.shape))
+            if FAULT == "none-clip-grad-norm-warning" and step == step_at:
+                import warnings
+                warnings.simplefilter("always")  # as a run under PYTHONWARNINGS=always prints them
+                model.module(x).sum().backward()
+                norm = torch.nn.utils.clip_grad_norm(model.parameters(), 1.0)  # the old name, deprecated
+                model.zero_grad()
+                log.info("rank %d step %d: gradient norm before clipping %.4f", rank, step, float(norm))
             if FAULT == "view-short-batch" and step == step_at:
                 rows = x[:7] if culprit else x  # the culprit's last batch is short
                 log.info("rank %d step %d: splitting a batch of %d rows into micro-batches", rank, step, rows.shape[0])
@@ -1606,7 +1632,7 @@ def main():
             dist.destroy_process_group()
             return
         if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry", "none-atexit-error",
-                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored", "none-meshgrid-warning", "none-gradscaler-cpu", "none-target-size-warning", "none-dataloader-workers-warning", "none-detect-anomaly", "none-tensor-copy-warning", "none-nested-tensor-warning", "none-nonleaf-grad-warning", "none-autocast-cuda-warning", "none-pin-memory-warning", "none-softmax-dim-warning", "none-typed-storage-warning", "none-get-lr-warning"):
+                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored", "none-meshgrid-warning", "none-gradscaler-cpu", "none-target-size-warning", "none-dataloader-workers-warning", "none-detect-anomaly", "none-tensor-copy-warning", "none-nested-tensor-warning", "none-nonleaf-grad-warning", "none-autocast-cuda-warning", "none-pin-memory-warning", "none-softmax-dim-warning", "none-typed-storage-warning", "none-get-lr-warning", "none-clip-grad-norm-warning"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")

@@ -1729,7 +1729,25 @@ MATRIX_FRESH52: dict = {
                                              "the end"),
                             [(3, (1,), 2, True), (4, (0,), 3, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23, 24: MATRIX_FRESH24, 25: MATRIX_FRESH25, 26: MATRIX_FRESH26, 27: MATRIX_FRESH27, 28: MATRIX_FRESH28, 29: MATRIX_FRESH29, 30: MATRIX_FRESH30, 31: MATRIX_FRESH31, 32: MATRIX_FRESH32, 33: MATRIX_FRESH33, 34: MATRIX_FRESH34, 35: MATRIX_FRESH35, 36: MATRIX_FRESH36, 37: MATRIX_FRESH37, 38: MATRIX_FRESH38, 39: MATRIX_FRESH39, 40: MATRIX_FRESH40, 41: MATRIX_FRESH41, 42: MATRIX_FRESH42, 43: MATRIX_FRESH43, 44: MATRIX_FRESH44, 45: MATRIX_FRESH45, 46: MATRIX_FRESH46, 47: MATRIX_FRESH47, 48: MATRIX_FRESH48, 49: MATRIX_FRESH49, 50: MATRIX_FRESH50, 51: MATRIX_FRESH51, 52: MATRIX_FRESH52}
+# A forty-eighth draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-07 (thirty-third
+# session) after set EW was learned from, before it was run.
+_KINDS.update({
+    "tensor-ragged-list": ("tensor-ragged-list", "peer-rank-crashed", "python-exception-in-one-rank",
+                           "turns four token lists into a tensor with torch.tensor at step {s}; one list of its batch "
+                           "is a token short (its padding step skipped), so torch raises 'expected sequence of length "
+                           "16 at dim 1 (got 15)' while the others wait in the gradient all_reduce", {},
+                           [r"expected sequence of length 16 at dim 1 \(got 15\)"]),
+})
+
+MATRIX_FRESH53: dict = {
+    "tensor-ragged-list": (_mx_kind("tensor-ragged-list"), [(4, (3,), 2, True), (3, (1,), 3, False)]),
+    "none-clip-grad-norm-warning": (_mx_healthy_step("none-clip-grad-norm-warning", "every rank clips its gradients "
+                                                     "at step {s} with the old torch.nn.utils.clip_grad_norm (no "
+                                                     "underscore), so torch warns that it is deprecated, and the job "
+                                                     "trains to the end"),
+                                    [(4, (2,), 3, True), (3, (0,), 2, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23, 24: MATRIX_FRESH24, 25: MATRIX_FRESH25, 26: MATRIX_FRESH26, 27: MATRIX_FRESH27, 28: MATRIX_FRESH28, 29: MATRIX_FRESH29, 30: MATRIX_FRESH30, 31: MATRIX_FRESH31, 32: MATRIX_FRESH32, 33: MATRIX_FRESH33, 34: MATRIX_FRESH34, 35: MATRIX_FRESH35, 36: MATRIX_FRESH36, 37: MATRIX_FRESH37, 38: MATRIX_FRESH38, 39: MATRIX_FRESH39, 40: MATRIX_FRESH40, 41: MATRIX_FRESH41, 42: MATRIX_FRESH42, 43: MATRIX_FRESH43, 44: MATRIX_FRESH44, 45: MATRIX_FRESH45, 46: MATRIX_FRESH46, 47: MATRIX_FRESH47, 48: MATRIX_FRESH48, 49: MATRIX_FRESH49, 50: MATRIX_FRESH50, 51: MATRIX_FRESH51, 52: MATRIX_FRESH52, 53: MATRIX_FRESH53}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
