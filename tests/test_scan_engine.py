@@ -74,7 +74,16 @@ def test_scanner_finds_what_re_finds(kb, scanner, path):
     res = scan_text(kb, data, str(path), scanner=scanner)
     got = {(e.line, f"{e.entry}/{e.signature}") for e in res.events} | {(f.line, f"/{f.fact}") for f in res.facts}
     want = _reference(scanner, data)
-    assert want - got == set(), f"scanner missed {sorted(want - got)[:5]}"
+    # a kind of line seen more than FIRST + LAST times keeps only its first and last ones, and
+    # the line after the gap counts the lines it folded: those are counted, not missed
+    folded: dict[str, int] = {}
+    for what, n in [(f"{e.entry}/{e.signature}", e.folded) for e in res.events] + [(f"/{f.fact}", f.folded) for f in res.facts]:
+        folded[what] = folded.get(what, 0) + n
+    missed: dict[str, int] = {}
+    for _line, what in want - got:
+        missed[what] = missed.get(what, 0) + 1
+    unfolded = {what: n for what, n in missed.items() if n != folded.get(what, 0)}
+    assert not unfolded, f"scanner missed {sorted(want - got)[:5]} ({unfolded}, folded {folded})"
 
 
 def test_prefilter_starts_at_the_longest_literal():
