@@ -31,8 +31,7 @@ from .frcandidates import fr_events
 from .hypotheses import Hypothesis, generate
 from .model import Diagnosis, InputInfo
 from .present import to_finding
-from .ranktable import LAUNCHER_FAILED, End, RankTable, build_rank_table, fingerprints_differ, is_cut_wait, mark_hung, warning_record, EXC_TYPE
-from ..ingest.prefix import parse_prefix
+from .ranktable import LAUNCHER_FAILED, End, RankTable, build_rank_table, fingerprints_differ, is_cut_wait, mark_hung, warning_record, EXC_TYPE, process_pid
 from . import restarts
 from .ras import ras_notes
 from .scoring import Weights, default_weights, posterior
@@ -247,7 +246,7 @@ def handled_notes(handled: dict[tuple[str, int], Event], got_past: set = frozens
     if again:
         (source, line), ev = again[0]
         kinds = sorted({m.group(1) for _, e in again if (m := EXC_TYPE.match(said(e.text, None)))})
-        procs = len({(e.source, e.host, e.pid if e.pid is not None else parse_prefix(e.text)[0].pid) for _, e in again})
+        procs = len({(e.source, e.host, process_pid(e)) for _, e in again})
         notes.append(f"{source}:{line}: {len(again)} exception line(s) ({', '.join(kinds) or 'cut tracebacks'}) that "
                      f"{procs} process(es) each printed again and again, the program logging them: a process dies of an "
                      "exception once, so each lived on after them; read as errors the program caught and logged, not "

@@ -845,6 +845,12 @@ def _logged_traceback(f: Event) -> bool:
     return False
 
 
+def process_pid(ev: Event) -> int | None:
+    """The pid of the process that printed ``ev``: its prefix's, kept on the event, or read again
+    from its line (a traceback cut before its exception line keeps only the line's prefix)."""
+    return ev.pid if ev.pid is not None else parse_prefix(ev.text)[0].pid
+
+
 EXC_TYPE = re.compile(r"([\w.]+(?:Error|Exception|Interrupt|Exit|Warning)|AssertionError)\b")
 
 
@@ -863,7 +869,7 @@ def _repeated_in_process(rows: dict[int, RankRow], unranked: list[Event]) -> dic
     for f in [f for rw in rows.values() for f in rw.failures] + unranked:
         if f.role != TRACE or f.signature != "python-exception":
             continue
-        pid = f.pid if f.pid is not None else parse_prefix(f.text)[0].pid  # a cut traceback keeps its line's prefix
+        pid = process_pid(f)
         if pid is None:
             continue
         m = EXC_TYPE.match(said(f.text, None))
