@@ -600,6 +600,18 @@ was learned from, before it was run:
                       with the old ``torch.nn.utils.clip_grad_norm`` (no underscore): torch warns
                       that it is deprecated in favour of ``clip_grad_norm_``, and the job trains to
                       the end.
+A forty-ninth set (``--fresh 54``), written down on 2026-12-07 (thirty-fourth session) while set EX
+was being collected, before it was run:
+
+* ``batch-size-mismatch`` at LAB_STEP every rank computes a cross-entropy loss of its logits against its
+                      labels; the culprit's label batch lost its last row (a filter applied to the
+                      labels but not to the inputs), so torch raises ``ValueError: Expected input
+                      batch_size (8) to match target batch_size (7).`` and the rank dies while its
+                      peers wait.
+* ``none-sdp-kernel-warning`` a healthy run whose every rank enters the deprecated
+                      ``torch.backends.cuda.sdp_kernel()`` context at LAB_STEP (an attention helper
+                      written for an older torch): torch warns that it is deprecated in favour of
+                      ``torch.nn.attention.sdpa_kernel()``, and the job trains to the end.
 """
 
 import argparse
@@ -1030,6 +1042,19 @@ def main():
                 norm = torch.nn.utils.clip_grad_norm(model.parameters(), 1.0)  # the old name, deprecated
                 model.zero_grad()
                 log.info("rank %d step %d: gradient norm before clipping %.4f", rank, step, float(norm))
+            if FAULT == "batch-size-mismatch" and step == step_at:
+                logits = model.module(x)
+                labels = torch.zeros(x.shape[0], dtype=torch.long)
+                if culprit:  # the label filter dropped a row the inputs kept
+                    labels = labels[:-1]
+                log.info("rank %d step %d: loss over %d logits and %d labels", rank, step, logits.shape[0], labels.shape[0])
+                loss_ce = torch.nn.functional.cross_entropy(logits, labels)
+                log.info("rank %d step %d: cross-entropy %.4f", rank, step, float(loss_ce))
+            if FAULT == "none-sdp-kernel-warning" and step == step_at:
+                import warnings
+                warnings.simplefilter("always")  # as a run under PYTHONWARNINGS=always prints them
+                with torch.backends.cuda.sdp_kernel(enable_flash=False):  # an attention helper for an older torch
+                    log.info("rank %d step %d: attention kernels restricted for evaluation", rank, step)
             if FAULT == "view-short-batch" and step == step_at:
                 rows = x[:7] if culprit else x  # the culprit's last batch is short
                 log.info("rank %d step %d: splitting a batch of %d rows into micro-batches", rank, step, rows.shape[0])
@@ -1632,7 +1657,7 @@ def main():
             dist.destroy_process_group()
             return
         if FAULT in ("none", "none-noddp", "none-handled", "none-slow-eval", "none-recompile-limit", "none-join-uneven", "none-retry-errors", "none-oom-retry", "none-atexit-error",
-                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored", "none-meshgrid-warning", "none-gradscaler-cpu", "none-target-size-warning", "none-dataloader-workers-warning", "none-detect-anomaly", "none-tensor-copy-warning", "none-nested-tensor-warning", "none-nonleaf-grad-warning", "none-autocast-cuda-warning", "none-pin-memory-warning", "none-softmax-dim-warning", "none-typed-storage-warning", "none-get-lr-warning", "none-clip-grad-norm-warning"):
+                     "none-nan-skip", "none-early-stop", "none-resume-start", "none-tqdm-all-ranks", "none-grad-accum", "none-dcp-save", "none-deprecation-warnings", "none-signal-checkpoint", "none-profiler-table", "none-checkpoint-reentrant", "none-find-unused-warning", "none-scheduler-order-warning", "none-del-exception-ignored", "none-meshgrid-warning", "none-gradscaler-cpu", "none-target-size-warning", "none-dataloader-workers-warning", "none-detect-anomaly", "none-tensor-copy-warning", "none-nested-tensor-warning", "none-nonleaf-grad-warning", "none-autocast-cuda-warning", "none-pin-memory-warning", "none-softmax-dim-warning", "none-typed-storage-warning", "none-get-lr-warning", "none-clip-grad-norm-warning", "none-sdp-kernel-warning"):
             dist.monitored_barrier(timeout=timedelta(seconds=30))
             if rank == 0:
                 path = os.path.join(os.environ.get("LAB_CKPT_DIR", "/tmp"), f"lab-{os.getpid()}.pt")

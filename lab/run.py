@@ -1747,7 +1747,26 @@ MATRIX_FRESH53: dict = {
                                                      "trains to the end"),
                                     [(4, (2,), 3, True), (3, (0,), 2, False)]),
 }
-FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23, 24: MATRIX_FRESH24, 25: MATRIX_FRESH25, 26: MATRIX_FRESH26, 27: MATRIX_FRESH27, 28: MATRIX_FRESH28, 29: MATRIX_FRESH29, 30: MATRIX_FRESH30, 31: MATRIX_FRESH31, 32: MATRIX_FRESH32, 33: MATRIX_FRESH33, 34: MATRIX_FRESH34, 35: MATRIX_FRESH35, 36: MATRIX_FRESH36, 37: MATRIX_FRESH37, 38: MATRIX_FRESH38, 39: MATRIX_FRESH39, 40: MATRIX_FRESH40, 41: MATRIX_FRESH41, 42: MATRIX_FRESH42, 43: MATRIX_FRESH43, 44: MATRIX_FRESH44, 45: MATRIX_FRESH45, 46: MATRIX_FRESH46, 47: MATRIX_FRESH47, 48: MATRIX_FRESH48, 49: MATRIX_FRESH49, 50: MATRIX_FRESH50, 51: MATRIX_FRESH51, 52: MATRIX_FRESH52, 53: MATRIX_FRESH53}
+# A forty-ninth draw of new fault kinds (lab/new_kinds.py), written down on 2026-12-07 (thirty-fourth
+# session) while set EX was being collected, before it was run.
+_KINDS.update({
+    "batch-size-mismatch": ("batch-size-mismatch", "peer-rank-crashed", "python-exception-in-one-rank",
+                            "computes a cross-entropy loss at step {s} against a label batch a row short (a filter "
+                            "applied to the labels but not to the inputs), so torch raises 'Expected input "
+                            "batch_size (8) to match target batch_size (7)' while the others wait in the gradient "
+                            "all_reduce", {},
+                            [r"Expected input batch_size \(8\) to match target batch_size \(7\)"]),
+})
+
+MATRIX_FRESH54: dict = {
+    "batch-size-mismatch": (_mx_kind("batch-size-mismatch"), [(4, (2,), 3, True), (3, (1,), 2, False)]),
+    "none-sdp-kernel-warning": (_mx_healthy_step("none-sdp-kernel-warning", "every rank enters the deprecated "
+                                                 "torch.backends.cuda.sdp_kernel() context at step {s} (an attention "
+                                                 "helper written for an older torch), so torch warns that it is "
+                                                 "deprecated, and the job trains to the end"),
+                                [(4, (1,), 2, True), (3, (2,), 3, False)]),
+}
+FRESH_DRAWS = {1: MATRIX_FRESH, 2: MATRIX_FRESH2, 3: MATRIX_FRESH3, 4: MATRIX_FRESH4, 5: MATRIX_FRESH5, 6: MATRIX_FRESH6, 7: MATRIX_FRESH7, 8: MATRIX_FRESH8, 9: MATRIX_FRESH9, 10: MATRIX_FRESH10, 11: MATRIX_FRESH11, 12: MATRIX_FRESH12, 13: MATRIX_FRESH13, 14: MATRIX_FRESH14, 15: MATRIX_FRESH15, 16: MATRIX_FRESH16, 17: MATRIX_FRESH17, 18: MATRIX_FRESH18, 19: MATRIX_FRESH19, 20: MATRIX_FRESH20, 21: MATRIX_FRESH21, 22: MATRIX_FRESH22, 23: MATRIX_FRESH23, 24: MATRIX_FRESH24, 25: MATRIX_FRESH25, 26: MATRIX_FRESH26, 27: MATRIX_FRESH27, 28: MATRIX_FRESH28, 29: MATRIX_FRESH29, 30: MATRIX_FRESH30, 31: MATRIX_FRESH31, 32: MATRIX_FRESH32, 33: MATRIX_FRESH33, 34: MATRIX_FRESH34, 35: MATRIX_FRESH35, 36: MATRIX_FRESH36, 37: MATRIX_FRESH37, 38: MATRIX_FRESH38, 39: MATRIX_FRESH39, 40: MATRIX_FRESH40, 41: MATRIX_FRESH41, 42: MATRIX_FRESH42, 43: MATRIX_FRESH43, 44: MATRIX_FRESH44, 45: MATRIX_FRESH45, 46: MATRIX_FRESH46, 47: MATRIX_FRESH47, 48: MATRIX_FRESH48, 49: MATRIX_FRESH49, 50: MATRIX_FRESH50, 51: MATRIX_FRESH51, 52: MATRIX_FRESH52, 53: MATRIX_FRESH53, 54: MATRIX_FRESH54}
 
 # faults whose script takes LAB_STEP (the others inject at a fixed point)
 _STEPPED = {"exception", "two-exception", "sigkill", "two-sigkill", "silent-hang", "two-silent-hang",
@@ -2144,7 +2163,17 @@ MATRIX_PG2D_FRESH8 = [
     ("segv", "tp2dp4", (7,), 2, True),
     ("none", "tp2dp4", (), 0, False),
 ]
-PG2D_FRESH_DRAWS = {1: MATRIX_PG2D_FRESH, 2: MATRIX_PG2D_FRESH2, 3: MATRIX_PG2D_FRESH3, 4: MATRIX_PG2D_FRESH4, 5: MATRIX_PG2D_FRESH5, 6: MATRIX_PG2D_FRESH6, 7: MATRIX_PG2D_FRESH7, 8: MATRIX_PG2D_FRESH8}
+# A tenth pg2d draw, written down on 2026-12-07 (thirty-fourth session) while set EX was being
+# collected, before it was run: known faults at places and layouts no earlier draw used.
+MATRIX_PG2D_FRESH9 = [
+    ("abort", "tp4dp2", (5,), 2, False),
+    ("hang-sleep", "pp2tp2dp2", (2,), 3, True),
+    ("slow", "tp2dp4", (4,), 3, True),
+    ("dp-dtype", "tp4dp2", (3,), 2, True),
+    ("cpu-alloc", "tp4dp2", (7,), 3, False),
+    ("none", "tp4dp2", (), 0, False),
+]
+PG2D_FRESH_DRAWS = {1: MATRIX_PG2D_FRESH, 2: MATRIX_PG2D_FRESH2, 3: MATRIX_PG2D_FRESH3, 4: MATRIX_PG2D_FRESH4, 5: MATRIX_PG2D_FRESH5, 6: MATRIX_PG2D_FRESH6, 7: MATRIX_PG2D_FRESH7, 8: MATRIX_PG2D_FRESH8, 9: MATRIX_PG2D_FRESH9}
 
 
 def pg2d_cases(spec: list | None = None) -> dict[str, Case]:
