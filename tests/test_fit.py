@@ -61,6 +61,26 @@ def test_a_label_without_a_rank_accepts_what_the_evidence_can_say(kb):
     assert is_right({"class": oom.class_, "rank": None, "also": []}, oom, (3,), {})
 
 
+def test_a_rank_no_reasoning_proposes_leaves_the_answer_without_a_rank_right(kb):
+    # the thread knew the rank (rank 0 ran out of memory), the log shows no rank: the answer
+    # "out of memory, where unknown" is the right one the evidence allows, not "none of these"
+    from rankdoctor.evaluate import read_label, weigh_case
+    from rankdoctor.fit import _rights
+    from rankdoctor.scan import Scanner
+
+    scanner = Scanner(kb)
+    case = SCENARIOS / "real-holdout52" / "open_clip-11-eval-oom"
+    label, w = read_label(case), weigh_case(kb, scanner, case)
+    assert label["rank"] == 0 and not any(s.hyp.ranks for s in w.scored)
+    assert _rights(label, w) == [s.hyp.entry.class_ == "cuda-oom" for s in w.scored] and any(_rights(label, w))
+    # where some hypothesis names the labelled rank, only those naming it are right
+    case = SCENARIOS / "lab-fresh54" / "batch-size-mismatch-w4-r2"
+    label, w = read_label(case), weigh_case(kb, scanner, case)
+    rights = _rights(label, w)
+    assert label["rank"] == 2 and any(rights)
+    assert all(s.hyp.ranks == (2,) for s, r in zip(w.scored, rights) if r)
+
+
 def test_a_threshold_set_by_decision_is_kept_only_within_the_promise(tmp_path, capsys):
     # `python -m rankdoctor.fit --threshold T`: a chosen verdict threshold is written when its
     # cross-validated confident-wrong rate stays within 3 %, and refused (nothing written) when not

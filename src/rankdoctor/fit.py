@@ -124,9 +124,21 @@ def raised_by(w: Weighing) -> dict[str, set[int]]:
 
 
 def _rights(label: dict, w: Weighing) -> list[bool]:
-    """Which of the run's hypotheses the label says are right."""
+    """Which of the run's hypotheses the label says are right.
+
+    Where the label names a rank that no hypothesis proposes (the thread knew it, the log
+    does not show it), the answers of the labelled class that name no rank are the right
+    ones among those the evidence allows: they say what failed and leave "where" open,
+    which is what a careful reader of that log would say. Counting them wrong instead
+    trains "none of these" on every such run, and that lowers the confidence of every
+    answer that names no rank, most of them right (job-wide out-of-memory, ECC, Fabric
+    Manager lines), until they sit at the verdict threshold and flip at each refit."""
     raised = raised_by(w)
-    return [is_right(label, s.hyp.entry, s.hyp.ranks, raised) for s in w.scored]
+    rights = [is_right(label, s.hyp.entry, s.hyp.ranks, raised) for s in w.scored]
+    if not any(rights) and (label.get("ranks") or label["rank"] is not None):
+        classes = {label["class"], *label["also"]}
+        rights = [not s.hyp.ranks and s.hyp.entry.class_ in classes for s in w.scored]
+    return rights
 
 
 def load_cases(roots: list[Path]) -> list[Case]:
@@ -147,45 +159,64 @@ def load_cases(roots: list[Path]) -> list[Case]:
 # -- the model ---------------------------------------------------------------------------------
 
 
-def _matrices(cases: list[Case]):
+@dataclass
+class Groups:
+    """Every failed run's hypotheses stacked into one matrix: row i belongs to run ``gid[i]``.
+    The loss works on whole arrays (a Python loop over thousands of runs made a refit take
+    tens of minutes)."""
+
+    X: "object"  # (hypotheses, features)
+    y: "object"  # (hypotheses,) the label says it is right
+    gid: "object"  # (hypotheses,) its run
+    cw: "object"  # (runs,) how much each run counts
+    has_right: "object"  # (runs,) some hypothesis of the run is right
+
+
+def _matrices(cases: list[Case]) -> Groups:
     import numpy as np
 
-    groups = []
+    rows, ys, gids, cws = [], [], [], []
     for c in cases:
         if not c.w.failed:
             continue  # nothing to weigh: the run looks healthy
-        X = np.array([[s.features[k] for k in NAMES] for s in c.w.scored], dtype=float).reshape(-1, len(NAMES))
-        y = np.array(c.right, dtype=bool)
-        groups.append((X, y, c.weight))
-    return groups
+        g = len(cws)
+        cws.append(c.weight)
+        for s, right in zip(c.w.scored, c.right):
+            rows.append([s.features[k] for k in NAMES])
+            ys.append(right)
+            gids.append(g)
+    X = np.array(rows, dtype=float).reshape(-1, len(NAMES))
+    y = np.array(ys, dtype=bool)
+    gid = np.array(gids, dtype=np.intp)
+    has_right = np.bincount(gid, weights=y, minlength=len(cws)) > 0
+    return Groups(X, y, gid, np.array(cws, dtype=float), has_right)
 
 
-def _loss(theta, groups, lam):
+def _loss(theta, groups: Groups, lam):
+    """The regularised negative log-likelihood of the labelled answers and its gradient: per
+    run, a softmax over its hypotheses and "none of these" (score ``b``); the target is the
+    hypotheses the label says are right (together), or "none of these" where none is."""
     import numpy as np
 
     w, b = theta[:-1], theta[-1]
-    loss = 0.5 * lam * float(w @ w)
-    grad = np.zeros_like(theta)
-    grad[:-1] = lam * w
-    for X, y, cw in groups:
-        s = X @ w if len(X) else np.zeros(0)
-        allv = np.concatenate(([b], s))
-        top = allv.max()
-        e = np.exp(allv - top)
-        z = e.sum()
-        p = e / z
-        if y.any():
-            num = e[1:][y]
-            loss -= cw * (math.log(num.sum()) - math.log(z))
-            q = np.zeros_like(p)
-            q[1:][y] = num / num.sum()
-        else:
-            loss -= cw * (math.log(e[0]) - math.log(z))
-            q = np.zeros_like(p)
-            q[0] = 1.0
-        d = p - q
-        grad[:-1] += cw * (d[1:] @ X) if len(X) else 0.0
-        grad[-1] += cw * d[0]
+    G, gid, y, cw = groups, groups.gid, groups.y, groups.cw
+    n = len(cw)
+    s = G.X @ w
+    top = np.full(n, b)
+    np.maximum.at(top, gid, s)
+    e = np.exp(s - top[gid])
+    e0 = np.exp(b - top)
+    z = e0 + np.bincount(gid, weights=e, minlength=n)
+    num = np.bincount(gid, weights=np.where(y, e, 0.0), minlength=n)
+    hit = np.where(G.has_right, num, e0)
+    loss = 0.5 * lam * float(w @ w) - float(cw @ (np.log(hit) - np.log(z)))
+    # d(loss)/d(score) = p - q: q spreads the run's target over its right hypotheses
+    q = np.where(y & G.has_right[gid], e / np.where(G.has_right, num, 1.0)[gid], 0.0)
+    d = e / z[gid] - q
+    d0 = e0 / z - np.where(G.has_right, 0.0, 1.0)
+    grad = np.empty_like(theta)
+    grad[:-1] = lam * w + (cw[gid] * d) @ G.X
+    grad[-1] = float(cw @ d0)
     return loss, grad
 
 
