@@ -430,6 +430,10 @@ def analyze(dumps: list[Dump]) -> FRReport:
                 job.last_rid[r] = max(job.last_rid.get(r, -1), max(t.rids))
     for pg in pgs:
         _analyze_pg(pg, groups[pg], job, report)
+    if not any(f.kind in _MISMATCH for f in report.findings) and (odd := _sibling_mismatch(pgs, groups)):
+        # the odd collective explains why its group stopped there: not a member that never joined
+        report.findings = [f for f in report.findings if not (f.kind == "stuck" and f.process_group == odd.process_group)]
+        report.findings.append(odd)
 
     _set_collateral_aside(report, groups, job)
     kinds = {f.kind for f in report.findings}
@@ -731,6 +735,62 @@ def _max_done(t: Track | None) -> int:
                 return t.seqs[i]
         return -1
     return max((s for s, st in zip(t.seqs, t.states) if st & DONE), default=-1)
+
+
+def _siblings(pgs: list[str]) -> list[list[str]]:
+    """Groups named alike ("dp0".."dp3", "tp_0".."tp_7"): one kind of group, one per slice of
+    the job, running the same program."""
+    kinds: dict[str, list[str]] = {}
+    for pg in pgs:
+        m = re.fullmatch(r"([A-Za-z_]+?)_?\d+", pg.partition(":")[2])
+        if m:
+            kinds.setdefault(m[1], []).append(pg)
+    return [sorted(v) for _, v in sorted(kinds.items()) if len(v) >= 3]
+
+
+def _sibling_mismatch(pgs: list[str], groups: dict[str, _Group]) -> Finding | None:
+    """A group that cannot be compared within itself, compared with its siblings. Where a
+    member of a group left no dump (it aborted, or its dump was not collected), the members
+    that did cannot be checked against it; but groups of one kind run the same program, so
+    at one sequence number every sibling runs the same collective. When at least two siblings
+    agree there and the short group's ranks ran another one (another dtype, size or op), those
+    ranks issued the odd collective - the partner that left no dump is the one that met it
+    (gloo's size check aborts the receiving side, which names no sender)."""
+    for family in _siblings(pgs):
+        full = max(len(groups[pg].tracks) for pg in family)
+        for pg in family:
+            g = groups[pg]
+            if not g.tracks or len(g.tracks) >= full:
+                continue  # every member dumped: _analyze_pg compared them with each other
+            seqs = sorted({int(s) for t in g.tracks.values() for s in t.seqs})
+            for seq in seqs:
+                per = g.at(seq)
+                mine = {op.shape for op in per.values()}
+                if len(mine) != 1:
+                    break
+                theirs = [groups[q].at(seq) for q in family if q != pg]
+                shapes = [{op.shape for op in o.values()} for o in theirs if o]
+                if len(shapes) < 2 or any(len(x) != 1 for x in shapes) or len({*map(frozenset, shapes)}) != 1:
+                    continue  # the siblings do not agree with each other here: nothing to compare with
+                common = next(iter(shapes[0]))
+                odd = next(iter(mine))
+                if odd == common:
+                    continue
+                kind = ("type-mismatch" if odd[0] != common[0] else
+                        "size-mismatch" if (odd[1], odd[3]) != (common[1], common[3]) else "dtype-mismatch")
+                sample = next(iter(per.values()))
+                ranks = sorted(per)
+                other = next(o for o in theirs if o)
+                ref = next(iter(other.values()))
+                detail = (f"at seq {seq} {'rank' if len(ranks) == 1 else 'ranks'} {rank_list(ranks)} of {pg} ran "
+                          f"{sample.name} {sample.in_sizes} {sample.in_dtypes}"
+                          + (f" at {sample.call_site}" if sample.call_site else "")
+                          + f", where every sibling group of its kind ({len(shapes)} of them) ran {ref.name} "
+                          f"{ref.in_sizes} {ref.in_dtypes}; the group's other member(s) left no dump, so it was "
+                          "compared with its siblings (groups of one kind run the same program)")
+                return Finding(kind, pg, seq, sample.name, ranks, detail,
+                               {r: op.per_rank() for r, op in sorted(per.items())})
+    return None
 
 
 def _unique_sites(pg: str, per: dict[int, Op], group: _Group) -> list[int]:
