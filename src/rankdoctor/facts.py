@@ -187,7 +187,9 @@ FACTS: dict[str, str] = {
     # its older releases), and MLPerf's logging of a run that reached its target (":::MLLOG {...
     # "key": "run_stop", ... "status": "success"}", mlperf_logging's run_stop event), and the metrics
     # block that transformers' Trainer.log_metrics prints once a split's training or evaluation is
-    # done ("***** eval metrics *****", as the example scripts end). What peers
+    # done ("***** eval metrics *****", as the example scripts end), and ESPnet's trainer when it
+    # reached its last epoch ("(trainer:566) INFO: The training was finished at 1 epochs",
+    # espnet2/train/trainer.py). What peers
     # print after it about a peer that left is teardown
     # (diagnose/ranktable.py _teardown).
     "run-done": r"\bworker group successfully finished\.|Local worker group finished \(WorkerState\.SUCCEEDED\)|"
@@ -196,7 +198,8 @@ FACTS: dict[str, str] = {
                 r":::MLLOG \{.*\"key\": \"run_stop\".*\"status\": \"success\"|"
                 r"\bProcess \d+ exits successfully\.|\{'train_runtime': [\d.]+, 'train_samples_per_second': |"
                 r"^\s*\*{5} (?:train|eval|predict|test) metrics \*{5}\s*$|"
-                r"`Trainer\.fit` stopped: `max_(?:epochs|steps)=\S+` reached\.",
+                r"`Trainer\.fit` stopped: `max_(?:epochs|steps)=\S+` reached\.|"
+                r"\(trainer:\d+\) INFO: The training was finished at \d+ epochs\b",
     # NCCL's own report that the program is tearing a communicator down (misc/socket.cc's
     # "socketProgressOpt: abort called", printed as ncclCommAbort / destroy closes its sockets):
     # what the communication layer prints after it, when nothing failed before, is teardown

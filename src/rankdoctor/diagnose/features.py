@@ -23,8 +23,8 @@ from .attribution import ACTIVITY, FATAL, TRACE
 from .hypotheses import MISMATCH_CLASSES, STRONG, Hypothesis, Kind, desync_strength, main_process_busy, most_named, named_by_peers, smaller_side, unnamed_failures_cut
 from .ranktable import (
     FR_HANG, FR_MISMATCH, NUMERIC_CLASS, End, RankRow, RankTable, about_peer, fingerprint_minority, fingerprints_ahead,
-    first_collective_hang, first_collective_stated, only_losses, order, primary_failure, reports_lost_peer, same_block,
-    same_clock,
+    first_collective_hang, first_collective_stated, only_losses, order, primary_failure, record_level, reports_lost_peer,
+    same_block, same_clock,
 )
 
 # name -> what it means (the order is the order of the weight vector)
@@ -40,6 +40,7 @@ FEATURES: dict[str, str] = {
     "entry_displaced": "none of the entry's lines fired (it is a finding's fallback), while another entry that explains the same finding has lines of its own here",
     "entry_launcher_only": "the entry's cause lines are all the launcher's lines about an exit",
     "entry_repeats": "the entry's cause comes from a line that kept repeating",
+    "entry_warned": "every cause line of the entry is a record the program printed at warning level (glog's W, a WARNING record, a Python warning): it said it carries on",
     # how it was proposed
     "kind_own": "proposed from the entry's own cause lines",
     "kind_symptom": "proposed from the entry's symptom lines alone",
@@ -80,6 +81,7 @@ FEATURES: dict[str, str] = {
     "claim_own_death": "the launcher saw the claimed rank die by itself (non-zero exit or a signal not sent by the launcher)",
     "claim_died_waiting": "the claimed rank exited after reporting its own timeout or lost peer (what it waited for killed it)",
     "claim_own_unbacked": "an own-failure hypothesis whose claimed rank shows no failure line of its own (only the launcher's exit record)",
+    "claim_warned": "the claimed ranks' own failures are records printed at warning level (the program said it carries on), not an exception, an error record or a death",
     "claim_failure_cut": "the claimed rank's failure lines include a traceback cut off before its exception line (or a backtrace without its message) and no exception line: what it died of is not shown",
     "claim_terminated": "the launcher stopped the claimed rank (SIGTERM, or SIGKILL after SIGTERM)",
     "claim_root_exit": "torchrun's 'Root Cause (first observed failure)' names the claimed rank",
@@ -223,6 +225,7 @@ class Context:
     failure_text: dict[int, str] = field(default_factory=dict)  # rank -> its own failure's exception, word for word (_exception_text)
     known: frozenset[int] = frozenset()  # the job's ranks: those expected and those with a row
     failing: frozenset[int] = frozenset()  # ranks that failed by themselves: an own failure line, or a death of their own
+    unranked_failed: tuple[Event, ...] = ()  # failure lines no rank could be given (not NCCL warnings)
 
 
 def context(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Context:
@@ -247,6 +250,7 @@ def context(kb: KnowledgeBase, table: RankTable, events: list[Event]) -> Context
         {r: t for r, f in failed.items() if (t := _exception_text(f)) is not None},
         frozenset(table.expected | set(table.rows)),
         frozenset(set(failed) | {r for r, rw in table.rows.items() if rw.end == End.own_death}),
+        tuple(ev for ev in table.unranked_failures if ev.role in (TRACE, FATAL, "cause")),
     )
 
 
@@ -314,6 +318,7 @@ def featurize(h: Hypothesis, cx: Context) -> dict[str, float]:
             eid != entry.id and finding in cx.explainers.get(eid, ()) for eid in cx.by_entry))
     f["entry_launcher_only"] = float(bool(causes) and lines.launcher_only)
     f["entry_repeats"] = float(lines.repeats)
+    f["entry_warned"] = float(bool(causes) and entry.class_ != NUMERIC_CLASS and all(warning_record(e) for e in causes))
 
     for k in Kind:
         f["kind_" + k.name] = float(h.kind == k)
@@ -343,14 +348,23 @@ def featurize(h: Hypothesis, cx: Context) -> dict[str, float]:
         cause_ranks = lines.cause_ranks
         f["norank_job_scope"] = float(entry.scope.value == "job")
         f["norank_spread"] = float(len(cause_ranks) >= 2)
-        f["norank_unranked"] = float(bool(evs) and lines.unranked)
-        f["norank_unexplained_failure"] = float(any(ev.where not in lines.cause_places for ev in cx.failed.values()))
+        # a failure no entry names is the generic entry's own line: where the run's failures are
+        # all rankless, none of its lines can be given a rank either
+        generic_unranked = h.kind == Kind.generic and not cx.failed and bool(cx.unranked_failed)
+        f["norank_unranked"] = float((bool(evs) and lines.unranked) or generic_unranked)
+        # failure lines this answer does not explain: a rank's own, or one no rank could be given
+        # (three processes' tracebacks pasted without prefixes, then the scheduler's time limit)
+        other = [*cx.failed.values(), *(() if h.kind == Kind.generic else cx.unranked_failed)]
+        f["norank_unexplained_failure"] = float(any(ev.where not in lines.cause_places for ev in other))
         f["norank_first_known"] = float(len(cause_ranks) >= 2 and lines.first_by_time is not None)
         failing, known = cx.failing, cx.known
         f["norank_failed_share"] = len(failing) / len(known) if len(failing) >= 2 and known else 0.0
-        texts = set(cx.failure_text.values())
-        f["norank_same_failure"] = float(h.kind in (Kind.own, Kind.generic) and len(cx.failed) >= 2 and len(texts) == 1
-                                         and len(cx.failure_text) == len(cx.failed))
+        # the same exception word for word from several processes: ranks' own failures, and
+        # rankless tracebacks (each its own block) when no rank failed
+        said = [*cx.failure_text.values()] if cx.failed else [_exception_text(ev) for ev in cx.unranked_failed if ev.role == TRACE]
+        n = len(cx.failed) if cx.failed else len(said)
+        f["norank_same_failure"] = float(h.kind in (Kind.own, Kind.generic) and n >= 2 and len(said) == n
+                                         and None not in said and len(set(said)) == 1)
         f["norank_numeric_first"] = float(cx.numeric_first is not None and entry.class_ == NUMERIC_CLASS)
         f["norank_most_named"] = float(entry.class_ in MISMATCH_CLASSES and lines.most_named is not None)
     return {k: f.get(k, 0.0) for k in FEATURES}
@@ -388,6 +402,8 @@ def _claim(h: Hypothesis, cx: Context, lines: EntryLines) -> dict[str, float]:
     f["claim_own_death"] = float(all(rw.end == End.own_death for rw in rows))
     f["claim_died_waiting"] = float(all(rw.end == End.died_waiting for rw in rows))
     f["claim_own_unbacked"] = float(h.kind in (Kind.own, Kind.generic) and not any(r in cx.failed for r in ranks))
+    f["claim_warned"] = float(bool(firsts) and len(firsts) == len(ranks) and all(warning_record(e) for e in firsts)
+                              and not any(rw.end == End.own_death for rw in rows))
     f["claim_failure_cut"] = float(bool(rows) and all(_only_cut(rw) for rw in rows))
     f["claim_terminated"] = float(any(rw.end == End.terminated for rw in rows))
     f["claim_root_exit"] = float(any(rw.exit is not None and rw.exit.root_cause for rw in rows))
@@ -472,6 +488,15 @@ def _claim(h: Hypothesis, cx: Context, lines: EntryLines) -> dict[str, float]:
         f["others_failed"] = len(others & (failing - spread)) / len(others)
         f["claim_explains_all"] = f["claim_sole_failure"] * f["others_waiting"]
     return f
+
+
+_NCCL_WARN = re.compile(r"NCCL WARN\b")
+
+
+def warning_record(ev: Event) -> bool:
+    """A failure line the program printed as a record at warning level (``record_level``): it
+    said it carries on. Not NCCL's WARN, which is how NCCL reports its errors."""
+    return ev.role == "cause" and record_level(ev.text) == "W" and _NCCL_WARN.search(ev.text) is None
 
 
 def _only_cut(rw: RankRow) -> bool:

@@ -908,7 +908,13 @@ def _warned_before_success(kb: KnowledgeBase, rows: dict[int, RankRow], unranked
     if not failures or any(_reported(kb, f) != "W" for f in failures):
         return {}
 
-    if not all(any(_below_or_later(f, d) for d in succeeded) for f in failures):
+    # above the word in its file or before it by the clock - or, for NCCL's INFO-level traces of
+    # an error code, below it: the communication layer's traces as the processes close their
+    # communicators after the work ended (a closed socket's "-> 3", then "Abort COMPLETE", while
+    # rank 0 writes its last checkpoint) are teardown. A program's own warning after the word
+    # still counts (FSDP failing to clone a tensor while it saves the final state dict)
+    if not all(any(_below_or_later(f, d) or (_nccl_info_trace(f) and _below_or_later(d, f)) for d in succeeded)
+               for f in failures):
         return {}
     return {f.where: f for f in failures}
 
@@ -1070,6 +1076,11 @@ def _empty_evaluation(kb: KnowledgeBase, events: list[Event], rows: dict[int, Ra
                 and any(b.source == f.source and 0 < f.line - b.line <= _EMPTY_LOOP_SPAN for b in empty)):
             out.setdefault(f.where, f)
     return out
+
+
+def _nccl_info_trace(f: Event) -> bool:
+    """NCCL's trace of an error code returned up its stack, printed at INFO level."""
+    return record_level(f.text) is None and _NCCL_INFO.search(f.text) is not None
 
 
 def _reported(kb: KnowledgeBase, f: Event) -> str | None:
