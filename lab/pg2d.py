@@ -105,11 +105,12 @@ class TPBlock(nn.Module):
         return self.fc2(self.act(self.fc1(x)))
 
 
-def tp_forward(block, x, tp_group):
+def tp_forward(block, x, tp_group, dtype=torch.float32):
     """Partial output of this TP rank, summed over the TP group (identity gradient)."""
     partial = block(x)
-    full = partial.detach().clone()
+    full = partial.detach().clone().to(dtype)
     dist.all_reduce(full, group=tp_group)
+    full = full.to(partial.dtype)
     return partial + (full - partial).detach()
 
 
@@ -229,7 +230,7 @@ def main():
                     h = torch.empty(BS, D_IN)
                     dist.recv(h, src=peer, group=pp_group)
                     x = h.requires_grad_()
-                out = tp_forward(block, x, tp_group)
+                out = tp_forward(block, x, tp_group, torch.float64 if (culprit and fault == "tp-dtype") else torch.float32)
                 loss = nn.functional.mse_loss(out, y)
                 loss.backward()
                 if pp > 1:
@@ -251,7 +252,7 @@ def main():
                 opt.step()
                 log.info("rank %d step %d loss %.4f", rank, step, loss.item())
             else:  # pipeline stage 0
-                h = tp_forward(block, x, tp_group)
+                h = tp_forward(block, x, tp_group, torch.float64 if (culprit and fault == "tp-dtype") else torch.float32)
                 gh = torch.empty(BS, D_IN)
                 if culprit and fault == "p2p-order":
                     dist.recv(gh, src=peer, group=pp_group)  # bug: waits for the grad before sending

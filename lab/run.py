@@ -1951,6 +1951,13 @@ def _pg2d_case(fault: str, layout: str, cs: tuple, s: int, tee: bool) -> Case:
                 f"{g['dp']} (a config read as fp64 gradient reduction on that rank only) while its DP peers "
                 "reduce float32: twice the bytes, so gloo's size check fails or the peers wait.")
         ev = list(_SIZE_CHECK_EV)
+    elif fault == "tp-dtype":
+        cls, hint = "collective-desync", "collective-dtype-mismatch"
+        g = pg2d_layout(layout, c)
+        desc = (head + f"At step {s} {who} all-reduces its TP partial output in float64 in its TP group {g['tp']} "
+                "(a mixed-precision flag read on that rank only) while its TP peers reduce float32: twice the "
+                "bytes, so gloo's size check fails or the peers wait.")
+        ev = list(_SIZE_CHECK_EV)
     elif fault == "early-return":
         cls, hint = "collective-desync", "uneven-inputs-early-exit"
         desc = (head + f"At step {s} {who}'s data iterator runs dry (its shard is shorter than its peers'): it logs "
@@ -2173,7 +2180,19 @@ MATRIX_PG2D_FRESH9 = [
     ("cpu-alloc", "tp4dp2", (7,), 3, False),
     ("none", "tp4dp2", (), 0, False),
 ]
-PG2D_FRESH_DRAWS = {1: MATRIX_PG2D_FRESH, 2: MATRIX_PG2D_FRESH2, 3: MATRIX_PG2D_FRESH3, 4: MATRIX_PG2D_FRESH4, 5: MATRIX_PG2D_FRESH5, 6: MATRIX_PG2D_FRESH6, 7: MATRIX_PG2D_FRESH7, 8: MATRIX_PG2D_FRESH8, 9: MATRIX_PG2D_FRESH9}
+# An eleventh pg2d draw, written down on 2026-12-08 (thirty-fourth session) after the sibling-group
+# comparison of Flight Recorder dumps was added for lab-pg2d-fresh9's DP dtype case, before it was
+# run: a new fault, tp-dtype (a rank all-reduces its TP activations in float64), in TP groups of two
+# and of four, and known faults at new places.
+MATRIX_PG2D_FRESH10 = [
+    ("tp-dtype", "tp2dp4", (5,), 2, True),
+    ("tp-dtype", "tp4dp2", (2,), 3, False),
+    ("tp-dtype", "pp2tp2dp2", (1,), 2, True),
+    ("dp-dtype", "pp2tp2dp2", (6,), 3, True),
+    ("sigkill", "tp4dp2", (6,), 2, False),
+    ("none", "pp2tp2dp2", (), 0, False),
+]
+PG2D_FRESH_DRAWS = {1: MATRIX_PG2D_FRESH, 2: MATRIX_PG2D_FRESH2, 3: MATRIX_PG2D_FRESH3, 4: MATRIX_PG2D_FRESH4, 5: MATRIX_PG2D_FRESH5, 6: MATRIX_PG2D_FRESH6, 7: MATRIX_PG2D_FRESH7, 8: MATRIX_PG2D_FRESH8, 9: MATRIX_PG2D_FRESH9, 10: MATRIX_PG2D_FRESH10}
 
 
 def pg2d_cases(spec: list | None = None) -> dict[str, Case]:
