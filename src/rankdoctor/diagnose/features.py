@@ -128,11 +128,11 @@ FEATURES: dict[str, str] = {
     # no rank named
     "norank_job_scope": "the entry is job-wide and no rank is named",
     "norank_spread": "the entry's cause fired on two or more ranks",
-    "norank_unranked": "none of the entry's lines can be given a rank",
-    "norank_unexplained_failure": "some rank failed by itself with a line that is not this entry's (the answer leaves it unexplained)",
+    "norank_unranked": "none of the entry's lines can be given a rank (for an unknown failure's answer: the run's failure lines are all rankless)",
+    "norank_unexplained_failure": "some rank failed by itself, or a failure line no rank could be given fired, with a line that is not this entry's (the answer leaves it unexplained)",
     "norank_first_known": "the entry's cause fired on two or more ranks and the timestamps show one of them first",
     "norank_failed_share": "the share of the job's known ranks that failed by themselves (an exception, an abort, a death of their own), when two or more did: failing everywhere at once is the job's failure, not one rank's",
-    "norank_same_failure": "an answer from failure lines (not from symptoms alone) when two or more ranks failed by themselves, every one of them with the same exception, word for word (the program fails the same way everywhere)",
+    "norank_same_failure": "an answer from failure lines (not from symptoms alone) when two or more ranks failed by themselves (or, where no rank did, two or more rankless tracebacks ended), every one of them with the same exception, word for word (the program fails the same way everywhere)",
     "norank_numeric_first": "a rank printed NaN/inf/overflow before any other rank (so a rank could be named)",
     "norank_most_named": "the ranks report the entry's mismatch and most of them name one rank as the one that differs (so a rank could be named)",
 }
