@@ -32,8 +32,8 @@ def _diag(path):
     return d, d.diagnoses[0] if d.diagnoses else None
 
 
-@pytest.mark.xfail(strict=False, reason="a near tie at the threshold that refits flip: the Dec 8 refit put rank 6's "
-                   "EOFError reading at 0.85 (expected.tsv records it as a known miss made confident)")
+@pytest.mark.xfail(strict=False, reason="a near tie at the threshold that refits flip: one Dec 8 refit put rank 6's "
+                   "EOFError reading at 0.85 (confident), the next just under it; expected.tsv holds the current answer")
 def test_two_ranks_of_an_eight_rank_job_single_out_neither_confidently():
     # rank 6 raised EOFError inside broadcast_object_list, rank 7 timed out in the broadcast; ranks
     # 0-5 are not in the paste, and an unranked datasets progress bar ran on while they waited
