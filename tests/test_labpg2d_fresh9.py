@@ -48,3 +48,18 @@ def test_healthy_sibling_groups_give_no_finding():
     for d in sorted(SCENARIOS.glob("lab-pg2d*/healthy-*")):
         report = analyze(load_dumps([str(d / "fr")])[0])
         assert not [f for f in report.findings if "sibling" in f.detail], d
+
+
+def test_in_a_pipeline_only_the_siblings_that_ran_the_same_program_are_compared():
+    # lab-pg2d-fresh10 (measured before this): PP 2 x TP 2 x DP 2. The DP groups of the two stages
+    # reduce gradients of different sizes, so the four DP groups never agree; the one that ran what
+    # dp2 = {4, 6} ran over its last collectives (dp3, the same stage) is compared with it: rank 6
+    # reduced Double where dp3 reduced Float, and rank 4 (aborted by gloo) left no dump
+    fresh10 = SCENARIOS / "lab-pg2d-fresh10"
+    report = analyze(load_dumps([str(fresh10 / "dp-dtype-pp2tp2dp2-r6-s3" / "fr")])[0])
+    odd = [f for f in report.findings if f.kind == "dtype-mismatch"]
+    assert [(f.process_group.split(":")[1], f.culprit_ranks) for f in odd] == [("dp2", [6])]
+    # the same in a TP group of the first stage: rank 1's activations in Double, rank 0 without a dump
+    report = analyze(load_dumps([str(fresh10 / "tp-dtype-pp2tp2dp2-r1-s2" / "fr")])[0])
+    assert [(f.process_group.split(":")[1], f.culprit_ranks) for f in report.findings
+            if f.kind == "dtype-mismatch"] == [("tp0", [1])]

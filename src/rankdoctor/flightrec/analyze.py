@@ -737,6 +737,14 @@ def _max_done(t: Track | None) -> int:
     return max((s for s, st in zip(t.seqs, t.states) if st & DONE), default=-1)
 
 
+HISTORY = 4  # collectives before a sequence number that show two groups ran the same program
+
+
+def _ran(group: _Group, history: list[tuple[int, tuple]]) -> bool:
+    """Every member of ``group`` that dumped ran these collectives ((sequence number, shape))."""
+    return all({op.shape for op in group.at(q).values()} == {want} for q, want in history)
+
+
 def _siblings(pgs: list[str]) -> list[list[str]]:
     """Groups named alike ("dp0".."dp3", "tp_0".."tp_7"): one kind of group, one per slice of
     the job, running the same program."""
@@ -755,7 +763,9 @@ def _sibling_mismatch(pgs: list[str], groups: dict[str, _Group]) -> Finding | No
     at one sequence number every sibling runs the same collective. When at least two siblings
     agree there and the short group's ranks ran another one (another dtype, size or op), those
     ranks issued the odd collective - the partner that left no dump is the one that met it
-    (gloo's size check aborts the receiving side, which names no sender)."""
+    (gloo's size check aborts the receiving side, which names no sender). Where groups of one
+    kind differ by design (a pipeline's stages reduce gradients of other sizes), the siblings
+    compared are those that ran what the group ran over its last collectives: then one is enough."""
     for family in _siblings(pgs):
         full = max(len(groups[pg].tracks) for pg in family)
         for pg in family:
@@ -763,14 +773,24 @@ def _sibling_mismatch(pgs: list[str], groups: dict[str, _Group]) -> Finding | No
             if not g.tracks or len(g.tracks) >= full:
                 continue  # every member dumped: _analyze_pg compared them with each other
             seqs = sorted({int(s) for t in g.tracks.values() for s in t.seqs})
+            history: list[tuple] = []  # the group's own collectives before ``seq``, oldest first
             for seq in seqs:
                 per = g.at(seq)
                 mine = {op.shape for op in per.values()}
                 if len(mine) != 1:
                     break
                 theirs = [groups[q].at(seq) for q in family if q != pg]
+                # siblings that ran what this group ran just before (the last HISTORY collectives):
+                # the same program so far, where groups of one kind differ by design (the stages of
+                # a pipeline); with two such collectives or more, one sibling is enough to compare with
+                recent = history[-HISTORY:]
+                alike = [o for q, o in zip([q for q in family if q != pg], theirs)
+                         if o and len(recent) >= 2 and _ran(groups[q], recent)]
+                if alike:
+                    theirs = alike
+                history.append((seq, next(iter(mine))))
                 shapes = [{op.shape for op in o.values()} for o in theirs if o]
-                if len(shapes) < 2 or any(len(x) != 1 for x in shapes) or len({*map(frozenset, shapes)}) != 1:
+                if len(shapes) < (1 if alike else 2) or any(len(x) != 1 for x in shapes) or len({*map(frozenset, shapes)}) != 1:
                     continue  # the siblings do not agree with each other here: nothing to compare with
                 common = next(iter(shapes[0]))
                 odd = next(iter(mine))
