@@ -738,6 +738,7 @@ def _max_done(t: Track | None) -> int:
 
 
 HISTORY = 4  # collectives before a sequence number that show two groups ran the same program
+LAST = 8  # a short group's last collectives compared with its siblings
 
 
 def _ran(group: _Group, history: list[tuple[int, tuple]]) -> bool:
@@ -772,7 +773,9 @@ def _sibling_mismatch(pgs: list[str], groups: dict[str, _Group]) -> Finding | No
             g = groups[pg]
             if not g.tracks or len(g.tracks) >= full:
                 continue  # every member dumped: _analyze_pg compared them with each other
-            seqs = sorted({int(s) for t in g.tracks.values() for s in t.seqs})
+            # where it stopped: the group's last collectives (its partner met the odd one and died
+            # there), with HISTORY before them to match siblings on - not a dump's whole ring buffer
+            seqs = sorted({int(s) for t in g.tracks.values() for s in t.seqs})[-(HISTORY + LAST):]
             history: list[tuple] = []  # the group's own collectives before ``seq``, oldest first
             for seq in seqs:
                 per = g.at(seq)
