@@ -32,6 +32,14 @@ def scanner(kb):
     return Scanner(kb)
 
 
+def diagnose_top(path):
+    """`rankdoctor.diagnose` of one log, and its top finding (None when it found no failure)."""
+    import rankdoctor
+
+    d = rankdoctor.diagnose(str(path))
+    return d, d.diagnoses[0] if d.diagnoses else None
+
+
 def diagnose_lab_run(kb, case: Path):
     """A lab run's diagnosis from its console.log and logs/ folder, as `rankdoctor diagnose
     console.log logs` gives it (its Flight Recorder dumps left out)."""

@@ -23,13 +23,9 @@ import rankdoctor
 from rankdoctor.ingest.unwrap import unescape_lines
 
 from .conftest import SCENARIOS, edited_copy
+from .conftest import diagnose_top as _diag
 
 EV = SCENARIOS / "real-holdout156"
-
-
-def _diag(path):
-    d = rankdoctor.diagnose(str(path))
-    return d, d.diagnoses[0] if d.diagnoses else None
 
 
 @pytest.mark.xfail(strict=False, reason="a near tie at the threshold that refits flip: one Dec 8 refit put rank 6's "

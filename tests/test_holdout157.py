@@ -24,13 +24,9 @@ from rankdoctor.ingest.sources import expand_inputs
 from rankdoctor.scan import scan_sources
 
 from .conftest import SCENARIOS, Scanner, edited_copy
+from .conftest import diagnose_top as _diag
 
 EW = SCENARIOS / "real-holdout157"
-
-
-def _diag(path):
-    d = rankdoctor.diagnose(str(path))
-    return d, d.diagnoses[0] if d.diagnoses else None
 
 
 def test_verl_driver_without_rank_zeros_register_center_is_a_failed_rendezvous():

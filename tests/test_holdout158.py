@@ -19,18 +19,14 @@ from __future__ import annotations
 import re
 
 import rankdoctor
-from rankdoctor.diagnose.features import warning_record
+from rankdoctor.diagnose.features import warned_cause
 from rankdoctor.events import Event
 from rankdoctor.facts import FACTS
 
 from .conftest import SCENARIOS
+from .conftest import diagnose_top as _diag
 
 EX = SCENARIOS / "real-holdout158"
-
-
-def _diag(path):
-    d = rankdoctor.diagnose(str(path))
-    return d, d.diagnoses[0] if d.diagnoses else None
 
 
 def test_an_exception_outweighs_other_ranks_warning_records_printed_before_it():
@@ -42,10 +38,10 @@ def test_a_warning_record_is_one_the_program_carried_on_from_but_nccl_warn_is_an
     def ev(text):
         return Event("e", "s", "cause", "x.log", 1, text)
 
-    assert warning_record(ev("[rank5]:W0404 06:31:28.877000 122414 torch/_dynamo/convert_frame.py:1358] [10/8] "
+    assert warned_cause(ev("[rank5]:W0404 06:31:28.877000 122414 torch/_dynamo/convert_frame.py:1358] [10/8] "
                              "torch._dynamo hit config.recompile_limit (8)"))
-    assert not warning_record(ev("node1:58377:193229 [3] NCCL WARN NET/IB : Got completion with error 12"))
-    assert not warning_record(ev("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.46 GiB."))
+    assert not warned_cause(ev("node1:58377:193229 [3] NCCL WARN NET/IB : Got completion with error 12"))
+    assert not warned_cause(ev("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.46 GiB."))
 
 
 def test_rankless_tracebacks_are_not_explained_away_by_a_time_limit():

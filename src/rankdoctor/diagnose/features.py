@@ -23,8 +23,8 @@ from .attribution import ACTIVITY, FATAL, TRACE
 from .hypotheses import MISMATCH_CLASSES, STRONG, Hypothesis, Kind, desync_strength, main_process_busy, most_named, named_by_peers, smaller_side, unnamed_failures_cut
 from .ranktable import (
     FR_HANG, FR_MISMATCH, NUMERIC_CLASS, End, RankRow, RankTable, about_peer, fingerprint_minority, fingerprints_ahead,
-    first_collective_hang, first_collective_stated, only_losses, order, primary_failure, record_level, reports_lost_peer,
-    same_block, same_clock,
+    first_collective_hang, first_collective_stated, only_losses, order, primary_failure, reports_lost_peer, same_block,
+    same_clock, warning_record,
 )
 
 # name -> what it means (the order is the order of the weight vector)
@@ -318,7 +318,7 @@ def featurize(h: Hypothesis, cx: Context) -> dict[str, float]:
             eid != entry.id and finding in cx.explainers.get(eid, ()) for eid in cx.by_entry))
     f["entry_launcher_only"] = float(bool(causes) and lines.launcher_only)
     f["entry_repeats"] = float(lines.repeats)
-    f["entry_warned"] = float(bool(causes) and entry.class_ != NUMERIC_CLASS and all(warning_record(e) for e in causes))
+    f["entry_warned"] = float(bool(causes) and entry.class_ != NUMERIC_CLASS and all(warned_cause(e) for e in causes))
 
     for k in Kind:
         f["kind_" + k.name] = float(h.kind == k)
@@ -402,7 +402,7 @@ def _claim(h: Hypothesis, cx: Context, lines: EntryLines) -> dict[str, float]:
     f["claim_own_death"] = float(all(rw.end == End.own_death for rw in rows))
     f["claim_died_waiting"] = float(all(rw.end == End.died_waiting for rw in rows))
     f["claim_own_unbacked"] = float(h.kind in (Kind.own, Kind.generic) and not any(r in cx.failed for r in ranks))
-    f["claim_warned"] = float(bool(firsts) and len(firsts) == len(ranks) and all(warning_record(e) for e in firsts)
+    f["claim_warned"] = float(bool(firsts) and len(firsts) == len(ranks) and all(warned_cause(e) for e in firsts)
                               and not any(rw.end == End.own_death for rw in rows))
     f["claim_failure_cut"] = float(bool(rows) and all(_only_cut(rw) for rw in rows))
     f["claim_terminated"] = float(any(rw.end == End.terminated for rw in rows))
@@ -493,10 +493,10 @@ def _claim(h: Hypothesis, cx: Context, lines: EntryLines) -> dict[str, float]:
 _NCCL_WARN = re.compile(r"NCCL WARN\b")
 
 
-def warning_record(ev: Event) -> bool:
-    """A failure line the program printed as a record at warning level (``record_level``): it
+def warned_cause(ev: Event) -> bool:
+    """A cause line the program printed as a record at warning level (``warning_record``): it
     said it carries on. Not NCCL's WARN, which is how NCCL reports its errors."""
-    return ev.role == "cause" and record_level(ev.text) == "W" and _NCCL_WARN.search(ev.text) is None
+    return ev.role == "cause" and warning_record(ev.text) and _NCCL_WARN.search(ev.text) is None
 
 
 def _only_cut(rw: RankRow) -> bool:

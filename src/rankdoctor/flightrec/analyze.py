@@ -299,12 +299,7 @@ class _Job:
         than its siblings, the ranks without a dump that no sibling holds are its members."""
         if not missing:
             return
-        kinds: dict[str, list[str]] = {}
-        for pg in pgs:
-            m = re.fullmatch(r"([A-Za-z_]+?)_?\d+", pg.partition(":")[2])
-            if m and not self.pg_members(pg):
-                kinds.setdefault(m[1], []).append(pg)
-        for siblings in kinds.values():
+        for siblings in _group_kinds([pg for pg in pgs if not self.pg_members(pg)]).values():
             if len(siblings) < 2:
                 continue
             held = {pg: set(groups[pg].tracks) for pg in siblings}
@@ -746,15 +741,20 @@ def _ran(group: _Group, history: list[tuple[int, tuple]]) -> bool:
     return all({op.shape for op in group.at(q).values()} == {want} for q, want in history)
 
 
-def _siblings(pgs: list[str]) -> list[list[str]]:
-    """Groups named alike ("dp0".."dp3", "tp_0".."tp_7"): one kind of group, one per slice of
-    the job, running the same program."""
+def _group_kinds(pgs: list[str]) -> dict[str, list[str]]:
+    """Groups named alike ("dp0".."dp3", "tp_0".."tp_7"), by kind: one group per slice of the job,
+    all of one size, running the same program."""
     kinds: dict[str, list[str]] = {}
     for pg in pgs:
         m = re.fullmatch(r"([A-Za-z_]+?)_?\d+", pg.partition(":")[2])
         if m:
             kinds.setdefault(m[1], []).append(pg)
-    return [sorted(v) for _, v in sorted(kinds.items()) if len(v) >= 3]
+    return kinds
+
+
+def _siblings(pgs: list[str]) -> list[list[str]]:
+    """The kinds of group (``_group_kinds``) with three groups or more: enough to compare one with."""
+    return [sorted(v) for _, v in sorted(_group_kinds(pgs).items()) if len(v) >= 3]
 
 
 def _sibling_mismatch(pgs: list[str], groups: dict[str, _Group]) -> Finding | None:
@@ -777,18 +777,18 @@ def _sibling_mismatch(pgs: list[str], groups: dict[str, _Group]) -> Finding | No
             # there), with HISTORY before them to match siblings on - not a dump's whole ring buffer
             seqs = sorted({int(s) for t in g.tracks.values() for s in t.seqs})[-(HISTORY + LAST):]
             history: list[tuple] = []  # the group's own collectives before ``seq``, oldest first
+            others = [q for q in family if q != pg]
             for seq in seqs:
                 per = g.at(seq)
                 mine = {op.shape for op in per.values()}
                 if len(mine) != 1:
                     break
-                theirs = [groups[q].at(seq) for q in family if q != pg]
+                theirs = [groups[q].at(seq) for q in others]
                 # siblings that ran what this group ran just before (the last HISTORY collectives):
                 # the same program so far, where groups of one kind differ by design (the stages of
                 # a pipeline); with two such collectives or more, one sibling is enough to compare with
                 recent = history[-HISTORY:]
-                alike = [o for q, o in zip([q for q in family if q != pg], theirs)
-                         if o and len(recent) >= 2 and _ran(groups[q], recent)]
+                alike = [o for q, o in zip(others, theirs) if o and len(recent) >= 2 and _ran(groups[q], recent)]
                 if alike:
                     theirs = alike
                 history.append((seq, next(iter(mine))))
